@@ -163,6 +163,17 @@ def main():
     with open(args.root, "rb") as handle:
         root_pem = handle.read()
 
+    required = ("object_b64", "key_id_b64", "client_data_b64", "client_data_hash_b64", "app_id", "verify_at_unix")
+    absent = [name for name in required if name not in att]
+    if absent:
+        die(
+            f"{args.case} lacks {', '.join(absent)}; pyattest hashes the raw client data itself, so it can"
+            " only verify cases that record it (the veehaitch_* cases do)"
+        )
+    absent = [name for name in ("object_b64", "key_id_b64", "client_data_hash_b64", "public_key_pem", "app_id") if name not in asr]
+    if absent:
+        die(f"{args.assertion_case} lacks {', '.join(absent)}")
+
     att_raw = b64(att["object_b64"])
     key_id = b64(att["key_id_b64"])
     client_data = b64(att["client_data_b64"])
