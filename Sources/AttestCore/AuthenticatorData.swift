@@ -18,6 +18,7 @@ package struct AuthenticatorData: Sendable, Hashable {
     /// Largest extension map accepted after the fixed fields; Apple's 2026 sample uses 62 bytes.
     static let maximumExtensionsLength = 1024
     static let fixedLength = 37
+    static let attestedCredentialFlag: UInt8 = 0x40
 
     /// Parses attestation authenticator data: fixed fields, attested credential data, then at most
     /// one bounded CBOR map and nothing else.
@@ -25,6 +26,10 @@ package struct AuthenticatorData: Sendable, Hashable {
         var cursor = fixedLength
         guard bytes.count >= fixedLength + 18 else {
             throw AttestError(.authDataTruncated, "attestation authenticator data is \(bytes.count) bytes, fewer than 55")
+        }
+        // A check, not framing: every genuine attestation sets AT; its absence means no credential.
+        guard bytes[32] & attestedCredentialFlag != 0 else {
+            throw AttestError(.credentialKey, "the AT flag is clear: no attested credential data")
         }
         let aaguid = Array(bytes[cursor..<cursor + 16])
         cursor += 16
