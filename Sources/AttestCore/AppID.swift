@@ -4,7 +4,8 @@ import AttestCrypto
 package struct AppID: Sendable, Hashable, CustomStringConvertible {
     /// Ten characters of A-Z and 0-9, exactly as Apple issues them.
     package let teamID: String
-    /// ASCII letters, digits, `-` and `.`, in non-empty dot-separated labels.
+    /// ASCII letters, digits, `-`, `_` and `.`, in non-empty dot-separated labels. Apple's
+    /// documentation allows no `_`, but Apple's own validation-guide sample uses one.
     package let bundleID: String
 
     /// Validates both parts; never normalises (no trimming, no case folding).
@@ -15,7 +16,7 @@ package struct AppID: Sendable, Hashable, CustomStringConvertible {
         guard AppID.isValidBundleID(bundleID) else {
             throw AttestError(
                 .invalidAppID,
-                "bundle ID must be 1 to 155 ASCII letters, digits, '-' and '.', in non-empty dot-separated labels")
+                "bundle ID must be 1 to 155 ASCII letters, digits, '-', '_' and '.', in non-empty dot-separated labels")
         }
         self.teamID = teamID
         self.bundleID = bundleID
@@ -45,7 +46,7 @@ package struct AppID: Sendable, Hashable, CustomStringConvertible {
         guard (1...155).contains(bytes.count) else { return false }
         let allowed = bytes.allSatisfy {
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
         }
         return allowed && !bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains { $0.isEmpty }
     }
