@@ -81,8 +81,11 @@ package final class Certificate: @unchecked Sendable {
     /// End of the validity period, in Unix seconds.
     package var notAfter: Int64? { Certificate.unixTime(X509_get0_notAfter(x509)) }
 
-    /// True when the certificate may act as a CA (basicConstraints CA:TRUE, or keyCertSign usage).
-    package var isCertificateAuthority: Bool { X509_check_ca(x509) != 0 }
+    /// True when basicConstraints says CA:TRUE, or OpenSSL would otherwise treat it as a CA
+    /// (keyCertSign without basicConstraints, self-signed v1).
+    package var isCertificateAuthority: Bool {
+        X509_get_extension_flags(x509) & UInt32(EXFLAG_CA) != 0 || X509_check_ca(x509) != 0
+    }
 
     /// The subject, one line, for diagnostics.
     package var subjectSummary: String {

@@ -1,0 +1,130 @@
+import AttestCrypto
+import AttestTesting
+import Foundation
+import Testing
+
+/// One Wycheproof ECDSA verification vector with its group's key and hash.
+struct WycheproofVector: Sendable, CustomTestStringConvertible {
+    let file: String
+    let tcId: Int
+    let keyDER: [UInt8]
+    let digest: DigestAlgorithm
+    let message: [UInt8]
+    let signature: [UInt8]
+    let valid: Bool
+    var testDescription: String { "\(file)#\(tcId)" }
+}
+
+private struct WycheproofFile: Decodable {
+    struct Group: Decodable {
+        let publicKeyDer: String
+        let sha: String
+        let tests: [Test]
+    }
+    struct Test: Decodable {
+        let tcId: Int
+        let msg: String
+        let sig: String
+        let result: String
+    }
+    let testGroups: [Group]
+}
+
+enum Wycheproof {
+    static func vectors(_ file: String) -> [WycheproofVector] {
+        guard let data = try? Fixtures.data("wycheproof/\(file)"),
+              let parsed = try? JSONDecoder().decode(WycheproofFile.self, from: data)
+        else { return [] }
+        return parsed.testGroups.flatMap { group in
+            group.tests.map { test in
+                WycheproofVector(
+                    file: file, tcId: test.tcId, keyDER: hex(group.publicKeyDer),
+                    digest: group.sha == "SHA-384" ? .sha384 : .sha256, message: hex(test.msg), signature: hex(test.sig),
+                    // "acceptable" vectors do not occur in these files; the count test pins that.
+                    valid: test.result == "valid")
+            }
+        }
+    }
+
+    private static func hex(_ text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        var index = text.startIndex
+        while index < text.endIndex {
+            let next = text.index(index, offsetBy: 2)
+            out.append(UInt8(text[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        return out
+    }
+}
+
+@Suite("Wycheproof ECDSA vectors through the verifier's signature function")
+struct WycheproofTests {
+    static let p256Vectors = Wycheproof.vectors("ecdsa_secp256r1_sha256_test.json")
+    static let p384sha256Vectors = Wycheproof.vectors("ecdsa_secp384r1_sha256_test.json")
+    static let p384sha384Vectors = Wycheproof.vectors("ecdsa_secp384r1_sha384_test.json")
+
+    @Test("the files hold 484, 472 and 504 vectors with 174, 162 and 194 valid")
+    func counts() {
+        #expect(Self.p256Vectors.count == 484)
+        #expect(Self.p256Vectors.filter(\.valid).count == 174)
+        #expect(Self.p384sha256Vectors.count == 472)
+        #expect(Self.p384sha256Vectors.filter(\.valid).count == 162)
+        #expect(Self.p384sha384Vectors.count == 504)
+        #expect(Self.p384sha384Vectors.filter(\.valid).count == 194)
+    }
+
+    @Test("P-256 / SHA-256 (assertion signatures)", arguments: p256Vectors)
+    func p256(_ vector: WycheproofVector) throws { try check(vector) }
+
+    @Test("P-384 / SHA-256 (the credential certificate's signature)", arguments: p384sha256Vectors)
+    func p384WithSHA256(_ vector: WycheproofVector) throws { try check(vector) }
+
+    @Test("P-384 / SHA-384 (the intermediate's signature)", arguments: p384sha384Vectors)
+    func p384WithSHA384(_ vector: WycheproofVector) throws { try check(vector) }
+
+    private func check(_ vector: WycheproofVector) throws {
+        let key = try PublicKey(spkiDER: vector.keyDER)
+        #expect(key.verifySignature(vector.signature, over: vector.message, digest: vector.digest) == vector.valid)
+    }
+}
+
+@Suite("OpenSSL wrapper")
+struct CryptoWrapperTests {
+    @Test("rejects an uncompressed point that is not on the curve")
+    func offCurvePoint() throws {
+        var point = try #require(try PrivateKey.generate(.p256).publicKey.uncompressedPoint)
+        point[64] ^= 0x01
+        #expect(throws: CryptoError(.invalidPublicKey, "")) { try PublicKey(uncompressedPoint: point, curve: .p256) }
+    }
+
+    @Test("round-trips a key through its uncompressed point and PEM")
+    func keyRoundTrip() throws {
+        let key = try PrivateKey.generate(.p256).publicKey
+        let point = try #require(key.uncompressedPoint)
+        #expect(try PublicKey(uncompressedPoint: point, curve: .p256).spkiDER == key.spkiDER)
+        #expect(try PublicKey(pem: key.pem).spkiDER == key.spkiDER)
+        #expect(key.curve == .p256)
+    }
+
+    @Test("rejects a certificate followed by trailing bytes")
+    func certificateTrailingBytes() throws {
+        let key = try PrivateKey.generate(.p256)
+        let certificate = try CertificateBuilder.issue(
+            CertificateTemplate(commonName: "t", notBefore: 0, notAfter: 100), subjectKey: try key.publicKey, issuer: nil, issuerKey: key)
+        #expect(throws: CryptoError(.invalidCertificate, "")) { try Certificate(derEncoded: certificate.derBytes + [0]) }
+    }
+
+    @Test("compares in constant time and still tells equal from different")
+    func constantTime() {
+        #expect(ConstantTime.equals([1, 2, 3], [1, 2, 3]))
+        #expect(!ConstantTime.equals([1, 2, 3], [1, 2, 4]))
+        #expect(!ConstantTime.equals([1, 2, 3], [1, 2]))
+    }
+
+    @Test("reads certificate times as UTC Unix seconds")
+    func civilTime() {
+        #expect(CivilTime.unixSeconds(year: 2045, month: 3, day: 15, hour: 0, minute: 0, second: 0) == 2_373_148_800)
+        #expect(CivilTime.unixSeconds(year: 1970, month: 1, day: 1, hour: 0, minute: 0, second: 0) == 0)
+    }
+}
