@@ -21,6 +21,8 @@ package struct AttestError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidPublicKey
         case invalidAppID
         case trustAnchor
+        case objectEncoding
+        case inputUnreadable
         // Object structure.
         case attestationStructure
         case assertionStructure
@@ -60,6 +62,8 @@ package struct AttestError: Error, Sendable, Hashable, CustomStringConvertible {
             case .invalidPublicKey: "invalid_public_key"
             case .invalidAppID: "invalid_app_id"
             case .trustAnchor: "trust_anchor"
+            case .objectEncoding: "object_encoding"
+            case .inputUnreadable: "input_unreadable"
             case .attestationStructure: "attestation_structure"
             case .assertionStructure: "assertion_structure"
             case .fmt: "fmt"
@@ -89,7 +93,7 @@ package struct AttestError: Error, Sendable, Hashable, CustomStringConvertible {
         package var isMalformedInput: Bool {
             switch self {
             case .cborNotWellFormed, .cborTooDeep, .cborTrailingBytes, .cborDuplicateKey, .cborIndefiniteLength,
-                .cborTooLarge, .keyIDLength, .invalidPublicKey, .invalidAppID:
+                .cborTooLarge, .keyIDLength, .invalidPublicKey, .invalidAppID, .objectEncoding:
                 true
             default: false
             }

@@ -1,0 +1,136 @@
+import AttestCore
+import AttestCrypto
+import Foundation
+
+/// `attestctl verify attestation` and `attestctl verify assertion`: offline verification of one
+/// object, for operators debugging a device.
+enum VerifyCommands {
+    static let attestation = Command(
+        path: ["verify", "attestation"],
+        summary: "Verify an attestation object against Apple's App Attestation root.",
+        options: [
+            OptionSpec("object", value: "FILE", help: "the attestation object in standard base64 ('-' reads stdin)", required: true),
+            OptionSpec("key-id", value: "B64", help: "the key ID the app reported (standard base64 of 32 bytes)", required: true),
+            OptionSpec("client-data-hash", value: "B64", help: "the clientDataHash the app passed to attestKey (standard base64)", required: true),
+            OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key must belong to", required: true),
+            OptionSpec("at", value: "UNIX_SECONDS", help: "verification time (default: now)"),
+            OptionSpec("environment", value: "production|development|any", help: "environments to accept (default: any)"),
+        ],
+        run: runAttestation)
+
+    static let assertion = Command(
+        path: ["verify", "assertion"],
+        summary: "Verify an assertion object with a registered device key.",
+        options: [
+            OptionSpec("object", value: "FILE", help: "the assertion object in standard base64 ('-' reads stdin)", required: true),
+            OptionSpec("public-key", value: "PEM_FILE", help: "the device's P-256 public key (PEM SubjectPublicKeyInfo)", required: true),
+            OptionSpec("client-data-hash", value: "B64", help: "SHA-256 of the client data the app signed (standard base64)", required: true),
+            OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key belongs to", required: true),
+            OptionSpec("previous-counter", value: "N", help: "the stored counter; the assertion's must be greater (default: 0)"),
+        ],
+        run: runAssertion)
+
+    static func runAttestation(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let keyID = try base64Argument(options.required("key-id"), name: "key-id")
+        let clientDataHash = try base64Argument(options.required("client-data-hash"), name: "client-data-hash")
+        let appID = try appIDArgument(options.required("app-id"))
+        var time = io.now()
+        if let at = options.value("at") {
+            guard let seconds = Int64(at), seconds >= 0 else { throw UsageError(message: "--at takes Unix seconds, not '\(at)'") }
+            time = seconds
+        }
+        let environments: Set<AppAttestEnvironment>
+        switch options.value("environment") ?? "any" {
+        case "any": environments = Set(AppAttestEnvironment.allCases)
+        case "production": environments = [.production]
+        case "development": environments = [.development]
+        case let other: throw UsageError(message: "--environment takes production, development or any, not '\(other)'")
+        }
+        let report: Report
+        do {
+            let object = try objectArgument(options.required("object"), io: io)
+            let verifier = try AttestationVerifier(anchor: TrustAnchor.appleAppAttestationRoot())
+            let verified = try verifier.verify(
+                AttestationInput(object: object, keyID: keyID, clientDataHash: clientDataHash, appIDs: [appID], allowedEnvironments: environments, time: time))
+            report = Report(verified)
+        } catch {
+            report = Report(error)
+        }
+        return report.write(to: io)
+    }
+
+    static func runAssertion(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let clientDataHash = try base64Argument(options.required("client-data-hash"), name: "client-data-hash")
+        let appID = try appIDArgument(options.required("app-id"))
+        var previous: UInt32 = 0
+        if let text = options.value("previous-counter") {
+            guard let value = UInt32(text) else { throw UsageError(message: "--previous-counter takes 0 to 4294967295, not '\(text)'") }
+            previous = value
+        }
+        let report: Report
+        do {
+            let object = try objectArgument(options.required("object"), io: io)
+            let key = try publicKeyArgument(options.required("public-key"), io: io)
+            let verified = try AssertionVerifier.verify(
+                AssertionInput(object: object, clientDataHash: clientDataHash, publicKey: key, appIDs: [appID], previousCounter: previous))
+            report = Report(verified, key: key)
+        } catch {
+            report = Report(error)
+        }
+        return report.write(to: io)
+    }
+
+    static func base64Argument(_ text: String, name: String) throws(UsageError) -> [UInt8] {
+        guard let bytes = StrictBase64.decode(text) else {
+            throw UsageError(message: "--\(name) is not standard base64 (RFC 4648, padded)")
+        }
+        return bytes
+    }
+
+    static func appIDArgument(_ text: String) throws(UsageError) -> AppID {
+        do {
+            return try AppID(text)
+        } catch {
+            throw UsageError(message: "--app-id: \(error.reason)")
+        }
+    }
+
+    /// The object file's base64 text (surrounding whitespace allowed, none inside).
+    static func objectArgument(_ path: String, io: ToolIO) throws(AttestError) -> [UInt8] {
+        let text = try readInput(path, io: io)
+        guard let bytes = StrictBase64.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw AttestError(.objectEncoding, "the object file is not standard base64")
+        }
+        return bytes
+    }
+
+    static func publicKeyArgument(_ path: String, io: ToolIO) throws(AttestError) -> PublicKey {
+        let text = try readInput(path, io: io)
+        do {
+            return try PublicKey(pem: text)
+        } catch {
+            throw AttestError(.invalidPublicKey, "the public key file is not a PEM public key")
+        }
+    }
+
+    static func readInput(_ path: String, io: ToolIO) throws(AttestError) -> String {
+        if path == "-" { return String(decoding: io.readStandardInput(), as: UTF8.self) }
+        do {
+            return String(decoding: try io.readFile(path), as: UTF8.self)
+        } catch {
+            throw AttestError(.inputUnreadable, "cannot read \(path)")
+        }
+    }
+}
+
+/// Strict RFC 4648 standard base64: padded, no whitespace, no URL-safe alphabet.
+package enum StrictBase64 {
+    /// The bytes, or nil unless `text` is canonical standard base64.
+    package static func decode(_ text: String) -> [UInt8]? {
+        guard let data = Data(base64Encoded: text) else { return nil }
+        let bytes = Array(data)
+        // Foundation accepts non-zero padding bits; re-encoding proves the text was canonical.
+        guard data.base64EncodedString() == text else { return nil }
+        return bytes
+    }
+}
