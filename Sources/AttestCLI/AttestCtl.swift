@@ -66,7 +66,8 @@ package struct AttestCtl: Sendable {
         var lines = ["usage: attestctl <command> [options]", "", "commands:"]
         let width = commands.map { $0.path.joined(separator: " ").count }.max() ?? 0
         for command in commands {
-            lines.append("  " + command.path.joined(separator: " ").padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary)
+            lines.append(
+                "  " + command.path.joined(separator: " ").padding(toLength: width, withPad: " ", startingAt: 0) + "  " + command.summary)
         }
         lines += ["", "Run 'attestctl help <command>' for a command's options."]
         return lines.joined(separator: "\n") + "\n"

@@ -11,7 +11,8 @@ enum VerifyCommands {
         options: [
             OptionSpec("object", value: "FILE", help: "the attestation object in standard base64 ('-' reads stdin)", required: true),
             OptionSpec("key-id", value: "B64", help: "the key ID the app reported (standard base64 of 32 bytes)", required: true),
-            OptionSpec("client-data-hash", value: "B64", help: "the clientDataHash the app passed to attestKey (standard base64)", required: true),
+            OptionSpec(
+                "client-data-hash", value: "B64", help: "the clientDataHash the app passed to attestKey (standard base64)", required: true),
             OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key must belong to", required: true),
             OptionSpec("at", value: "UNIX_SECONDS", help: "verification time (default: now)"),
             OptionSpec("environment", value: "production|development|any", help: "environments to accept (default: any)"),
@@ -24,7 +25,8 @@ enum VerifyCommands {
         options: [
             OptionSpec("object", value: "FILE", help: "the assertion object in standard base64 ('-' reads stdin)", required: true),
             OptionSpec("public-key", value: "PEM_FILE", help: "the device's P-256 public key (PEM SubjectPublicKeyInfo)", required: true),
-            OptionSpec("client-data-hash", value: "B64", help: "SHA-256 of the client data the app signed (standard base64)", required: true),
+            OptionSpec(
+                "client-data-hash", value: "B64", help: "SHA-256 of the client data the app signed (standard base64)", required: true),
             OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key belongs to", required: true),
             OptionSpec("previous-counter", value: "N", help: "the stored counter; the assertion's must be greater (default: 0)"),
         ],
@@ -51,7 +53,9 @@ enum VerifyCommands {
             let object = try objectArgument(options.required("object"), io: io)
             let verifier = try AttestationVerifier(anchor: TrustAnchor.appleAppAttestationRoot())
             let verified = try verifier.verify(
-                AttestationInput(object: object, keyID: keyID, clientDataHash: clientDataHash, appIDs: [appID], allowedEnvironments: environments, time: time))
+                AttestationInput(
+                    object: object, keyID: keyID, clientDataHash: clientDataHash, appIDs: [appID], allowedEnvironments: environments,
+                    time: time))
             report = Report(verified)
         } catch {
             report = Report(error)

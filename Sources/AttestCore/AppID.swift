@@ -38,7 +38,9 @@ package struct AppID: Sendable, Hashable, CustomStringConvertible {
     static func isValidTeamID(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         return bytes.count == 10
-            && bytes.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            && bytes.allSatisfy {
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            }
     }
 
     static func isValidBundleID(_ text: String) -> Bool {
@@ -46,7 +48,8 @@ package struct AppID: Sendable, Hashable, CustomStringConvertible {
         guard (1...155).contains(bytes.count) else { return false }
         let allowed = bytes.allSatisfy {
             (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+                || $0 == UInt8(ascii: ".")
         }
         return allowed && !bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains { $0.isEmpty }
     }

@@ -185,7 +185,7 @@ enum AttestationChecks {
         _ authData: AuthenticatorData, allowed: Set<AppAttestEnvironment>
     ) throws(AttestError) -> AppAttestEnvironment {
         guard let credential = authData.attestedCredential,
-              let environment = AppAttestEnvironment(aaguid: credential.aaguid)
+            let environment = AppAttestEnvironment(aaguid: credential.aaguid)
         else { throw AttestError(.aaguid, "aaguid is neither appattest nor appattestdevelop") }
         guard allowed.contains(environment) else {
             throw AttestError(.environmentNotAllowed, "the \(environment.rawValue) environment is not accepted")

@@ -97,7 +97,7 @@ package struct COSEKey: Sendable, Hashable {
         guard map[.unsigned(3)] == .negative(6) else { throw AttestError(.credentialKey, "COSE alg is not ES256 (-7)") }
         guard map[.negative(0)] == .unsigned(1) else { throw AttestError(.credentialKey, "COSE crv is not P-256 (1)") }
         guard case .bytes(let x)? = map[.negative(1)], x.count == 32,
-              case .bytes(let y)? = map[.negative(2)], y.count == 32
+            case .bytes(let y)? = map[.negative(2)], y.count == 32
         else { throw AttestError(.credentialKey, "COSE x and y must be 32-byte strings") }
         return COSEKey(x: x, y: y, encodedLength: decoded.length)
     }
@@ -114,7 +114,9 @@ package struct AuthenticatorExtensions: Sendable, Hashable {
 
     static func parse(_ bytes: ArraySlice<UInt8>) throws(AttestError) -> AuthenticatorExtensions {
         guard bytes.count <= AuthenticatorData.maximumExtensionsLength else {
-            throw AttestError(.authDataExtensions, "\(bytes.count) bytes follow the fixed fields; at most \(AuthenticatorData.maximumExtensionsLength) are allowed")
+            throw AttestError(
+                .authDataExtensions,
+                "\(bytes.count) bytes follow the fixed fields; at most \(AuthenticatorData.maximumExtensionsLength) are allowed")
         }
         let value: CBORValue
         do {

@@ -10,7 +10,8 @@ extension CBORValue {
         case .textChunks(let chunks): return "(_ " + chunks.map(Self.quoted).joined(separator: ", ") + ")"
         case .array(let items): return "[" + items.map(\.diagnosticNotation).joined(separator: ", ") + "]"
         case .map(let entries):
-            return "{" + entries.map { "\($0.key.diagnosticNotation): \($0.value.diagnosticNotation)" }
+            return "{"
+                + entries.map { "\($0.key.diagnosticNotation): \($0.value.diagnosticNotation)" }
                 .joined(separator: ", ") + "}"
         case .tagged(let tag, let value): return "\(tag)(\(value.diagnosticNotation))"
         case .simple(let value): return "simple(\(value))"

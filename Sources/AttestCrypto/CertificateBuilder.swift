@@ -54,10 +54,10 @@ package enum CertificateBuilder {
         guard let x509 = X509_new() else { throw OpenSSLErrorQueue.error(.internalFailure, "X509_new") }
         defer { X509_free(x509) }
         guard X509_set_version(x509, 2) == 1,
-              ASN1_INTEGER_set_uint64(X509_get_serialNumber(x509), template.serial) == 1,
-              ASN1_TIME_set(X509_getm_notBefore(x509), time_t(template.notBefore)) != nil,
-              ASN1_TIME_set(X509_getm_notAfter(x509), time_t(template.notAfter)) != nil,
-              X509_set_pubkey(x509, subjectKey.pkey) == 1
+            ASN1_INTEGER_set_uint64(X509_get_serialNumber(x509), template.serial) == 1,
+            ASN1_TIME_set(X509_getm_notBefore(x509), time_t(template.notBefore)) != nil,
+            ASN1_TIME_set(X509_getm_notAfter(x509), time_t(template.notAfter)) != nil,
+            X509_set_pubkey(x509, subjectKey.pkey) == 1
         else { throw OpenSSLErrorQueue.error(.internalFailure, "setting certificate fields") }
 
         guard let name = X509_NAME_new() else { throw OpenSSLErrorQueue.error(.internalFailure, "X509_NAME_new") }
@@ -65,7 +65,7 @@ package enum CertificateBuilder {
         guard X509_NAME_add_entry_by_txt(name, "CN", COpenSSL_MBSTRING_ASC(), template.commonName, -1, -1, 0) == 1
         else { throw OpenSSLErrorQueue.error(.internalFailure, "X509_NAME_add_entry_by_txt CN") }
         if let organization = template.organization,
-           X509_NAME_add_entry_by_txt(name, "O", COpenSSL_MBSTRING_ASC(), organization, -1, -1, 0) != 1
+            X509_NAME_add_entry_by_txt(name, "O", COpenSSL_MBSTRING_ASC(), organization, -1, -1, 0) != 1
         {
             throw OpenSSLErrorQueue.error(.internalFailure, "X509_NAME_add_entry_by_txt O")
         }
@@ -105,7 +105,7 @@ package enum CertificateBuilder {
         }
         defer { ASN1_OCTET_STRING_free(octets) }
         guard ASN1_OCTET_STRING_set(octets, raw.value, Int32(raw.value.count)) == 1,
-              let ext = X509_EXTENSION_create_by_OBJ(nil, object, raw.isCritical ? 1 : 0, octets)
+            let ext = X509_EXTENSION_create_by_OBJ(nil, object, raw.isCritical ? 1 : 0, octets)
         else { throw OpenSSLErrorQueue.error(.internalFailure, "X509_EXTENSION_create_by_OBJ") }
         defer { X509_EXTENSION_free(ext) }
         guard X509_add_ext(x509, ext, -1) == 1 else { throw OpenSSLErrorQueue.error(.internalFailure, "X509_add_ext") }

@@ -33,7 +33,7 @@ package final class PrivateKey: @unchecked Sendable {
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(context) == 1, configure(context) == 1,
-              EVP_PKEY_generate(context, &key) == 1, let key
+            EVP_PKEY_generate(context, &key) == 1, let key
         else { throw OpenSSLErrorQueue.error(.invalidPrivateKey, "\(algorithm) key generation") }
         return PrivateKey(owning: key)
     }

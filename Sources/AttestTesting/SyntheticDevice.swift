@@ -36,7 +36,8 @@ package struct SyntheticDevice: Sendable {
         let authData = parts.authenticatorData
         let nonce = Digest.sha256(authData + parts.clientDataHash)
         let nonceValue = parts.nonceExtensionValue ?? ([0x30, 0x24, 0xA1, 0x22, 0x04, 0x20] + nonce)
-        let nonceExtension = parts.omitNonceExtension
+        let nonceExtension =
+            parts.omitNonceExtension
             ? nil
             : CertificateTemplate.RawExtension(oid: "1.2.840.113635.100.8.2", isCritical: parts.nonceExtensionCritical, value: nonceValue)
         let subjectKey: PublicKey

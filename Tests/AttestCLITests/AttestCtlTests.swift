@@ -48,8 +48,10 @@ struct AttestCtlVerifyTests {
     }
 
     func attestationArguments(object: String = "att.b64", extra: [String] = []) -> [String] {
-        ["verify", "attestation", "--object", object, "--key-id", attestation.keyIDB64 ?? "", "--client-data-hash",
-         attestation.clientDataHashB64 ?? "", "--app-id", attestation.appID] + extra
+        [
+            "verify", "attestation", "--object", object, "--key-id", attestation.keyIDB64 ?? "", "--client-data-hash",
+            attestation.clientDataHashB64 ?? "", "--app-id", attestation.appID,
+        ] + extra
     }
 
     var files: [String: [UInt8]] {
@@ -100,8 +102,10 @@ struct AttestCtlVerifyTests {
 
     @Test("verifies a recorded assertion and reports its counter; refuses it at --previous-counter 1")
     func assertionCounter() {
-        let base = ["verify", "assertion", "--object", "ass.b64", "--public-key", "key.pem", "--client-data-hash",
-                    assertion.clientDataHashB64 ?? "", "--app-id", assertion.appID]
+        let base = [
+            "verify", "assertion", "--object", "ass.b64", "--public-key", "key.pem", "--client-data-hash",
+            assertion.clientDataHashB64 ?? "", "--app-id", assertion.appID,
+        ]
         let console = Console(files: files)
         #expect(console.run(base) == 0)
         #expect(console.json["counter"] as? Int == 1)
@@ -110,17 +114,28 @@ struct AttestCtlVerifyTests {
         #expect(replay.json["code"] as? String == "counter_not_increasing")
     }
 
-    @Test("exits 64 with usage on stderr for usage errors", arguments: [
-        ["verify", "attestation"],
-        ["verify", "attestation", "--object", "att.b64", "--key-id", "x", "--client-data-hash", "AA==", "--app-id", "ABCDE12345.a"],
-        ["verify", "attestation", "--object", "att.b64", "--key-id", "AA==", "--client-data-hash", "AA==", "--app-id", "lowercase.a"],
-        ["verify", "attestation", "--object", "att.b64", "--key-id", "AA==", "--client-data-hash", "AA==", "--app-id", "ABCDE12345.a", "--environment", "staging"],
-        ["verify", "attestation", "--object", "att.b64", "--key-id", "AA==", "--client-data-hash", "AA==", "--app-id", "ABCDE12345.a", "--at", "yesterday"],
-        ["verify", "assertion", "--object", "a", "--public-key", "k", "--client-data-hash", "AA==", "--app-id", "ABCDE12345.a", "--previous-counter", "-1"],
-        ["verify", "attestation", "--bogus", "1"],
-        ["frobnicate"],
-        [],
-    ])
+    @Test(
+        "exits 64 with usage on stderr for usage errors",
+        arguments: [
+            ["verify", "attestation"],
+            ["verify", "attestation", "--object", "att.b64", "--key-id", "x", "--client-data-hash", "AA==", "--app-id", "ABCDE12345.a"],
+            ["verify", "attestation", "--object", "att.b64", "--key-id", "AA==", "--client-data-hash", "AA==", "--app-id", "lowercase.a"],
+            [
+                "verify", "attestation", "--object", "att.b64", "--key-id", "AA==", "--client-data-hash", "AA==", "--app-id",
+                "ABCDE12345.a", "--environment", "staging",
+            ],
+            [
+                "verify", "attestation", "--object", "att.b64", "--key-id", "AA==", "--client-data-hash", "AA==", "--app-id",
+                "ABCDE12345.a", "--at", "yesterday",
+            ],
+            [
+                "verify", "assertion", "--object", "a", "--public-key", "k", "--client-data-hash", "AA==", "--app-id", "ABCDE12345.a",
+                "--previous-counter", "-1",
+            ],
+            ["verify", "attestation", "--bogus", "1"],
+            ["frobnicate"],
+            [],
+        ])
     func usageErrors(_ arguments: [String]) {
         let console = Console(files: files)
         #expect(console.run(arguments) == 64)
@@ -172,9 +187,11 @@ struct AttestCtlBinaryTests {
     func verifiesFromStdin() throws {
         let recorded = try Fixtures.recordedCase("warden_ios16_attestation")
         let result = try run(
-            ["verify", "attestation", "--object", "-", "--key-id", recorded.keyIDB64 ?? "", "--client-data-hash",
-             recorded.clientDataHashB64 ?? "", "--app-id", recorded.appID, "--at", String(recorded.verifyAtUnix ?? 0),
-             "--environment", "production"],
+            [
+                "verify", "attestation", "--object", "-", "--key-id", recorded.keyIDB64 ?? "", "--client-data-hash",
+                recorded.clientDataHashB64 ?? "", "--app-id", recorded.appID, "--at", String(recorded.verifyAtUnix ?? 0),
+                "--environment", "production",
+            ],
             stdin: recorded.objectB64 ?? "")
         #expect(result.status == 0)
         #expect(result.out.contains("\"environment\" : \"production\""))
@@ -185,8 +202,10 @@ struct AttestCtlBinaryTests {
         #expect(try run(["verify", "attestation", "--object", "-"]).status == 64)
         let recorded = try Fixtures.recordedCase("warden_ios16_attestation")
         let rejected = try run(
-            ["verify", "attestation", "--object", "-", "--key-id", recorded.keyIDB64 ?? "", "--client-data-hash",
-             recorded.clientDataHashB64 ?? "", "--app-id", "ABCDE12345.com.example.other", "--at", String(recorded.verifyAtUnix ?? 0)],
+            [
+                "verify", "attestation", "--object", "-", "--key-id", recorded.keyIDB64 ?? "", "--client-data-hash",
+                recorded.clientDataHashB64 ?? "", "--app-id", "ABCDE12345.com.example.other", "--at", String(recorded.verifyAtUnix ?? 0),
+            ],
             stdin: recorded.objectB64 ?? "")
         #expect(rejected.status == 1)
         #expect(rejected.out.contains("rp_id_mismatch"))

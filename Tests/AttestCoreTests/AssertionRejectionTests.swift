@@ -47,13 +47,17 @@ struct AssertionRejectionTests {
 
     @Test("rejects a lower counter, and counter 0 on the first assertion (A3)", arguments: [(UInt32(4), UInt32(5)), (0, 0)])
     func lowerCounter(_ counter: UInt32, _ previous: UInt32) throws {
-        #expect(throws: AttestError(.counterNotIncreasing, "")) { try AssertionVerifier.verify(input(object(counter: counter), previous: previous)) }
+        #expect(throws: AttestError(.counterNotIncreasing, "")) {
+            try AssertionVerifier.verify(input(object(counter: counter), previous: previous))
+        }
     }
 
     @Test("reads the counter as unsigned 32-bit: 0xFFFFFFFF is accepted once, then nothing is greater (A4)")
     func maximumCounter() throws {
         #expect(try AssertionVerifier.verify(input(object(counter: .max), previous: 0x7FFF_FFFF)).counter == .max)
-        #expect(throws: AttestError(.counterNotIncreasing, "")) { try AssertionVerifier.verify(input(object(counter: .max), previous: .max)) }
+        #expect(throws: AttestError(.counterNotIncreasing, "")) {
+            try AssertionVerifier.verify(input(object(counter: .max), previous: .max))
+        }
     }
 
     @Test("rejects a signature by another key (A6)")

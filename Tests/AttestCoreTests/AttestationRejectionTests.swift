@@ -24,7 +24,10 @@ struct World {
         device.attestationParts(appID: appID, environment: environment, clientDataHash: clientDataHash, time: World.time)
     }
 
-    func input(_ object: [UInt8], time: Int64 = World.time, keyID: [UInt8]? = nil, environments: Set<AppAttestEnvironment> = [.production, .development]) -> AttestationInput {
+    func input(
+        _ object: [UInt8], time: Int64 = World.time, keyID: [UInt8]? = nil,
+        environments: Set<AppAttestEnvironment> = [.production, .development]
+    ) -> AttestationInput {
         AttestationInput(
             object: object, keyID: keyID ?? device.keyID, clientDataHash: clientDataHash, appIDs: [appID],
             allowedEnvironments: environments, time: time)
@@ -37,7 +40,10 @@ struct World {
 }
 
 /// `#expect(throws:)` for one code, with the object built outside the closure.
-func expectRejection(_ code: AttestError.Code, _ world: World, _ parts: AttestationParts, time: Int64 = World.time, sourceLocation: SourceLocation = #_sourceLocation) throws {
+func expectRejection(
+    _ code: AttestError.Code, _ world: World, _ parts: AttestationParts, time: Int64 = World.time,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws {
     let object = try world.device.attestationObject(parts, pki: world.pki)
     #expect(throws: AttestError(code, ""), sourceLocation: sourceLocation) { try world.verifier.verify(world.input(object, time: time)) }
 }
@@ -196,7 +202,8 @@ struct AttestationRejectionTests {
         let world = try World()
         var options = SyntheticPKI.IntermediateOptions()
         if variant == 0 { options.basicConstraints = "critical,CA:FALSE" } else { options.keyUsage = "critical,digitalSignature" }
-        let broken = try SyntheticPKI(rootKey: world.pki.rootKey, root: world.pki.root, validAround: World.time, intermediateOptions: options)
+        let broken = try SyntheticPKI(
+            rootKey: world.pki.rootKey, root: world.pki.root, validAround: World.time, intermediateOptions: options)
         let object = try world.device.attestationObject(world.parts(), pki: broken)
         #expect(throws: AttestError(.chainInvalid(.invalidCA), "")) { try world.verifier.verify(world.input(object)) }
     }
@@ -216,7 +223,8 @@ struct AttestationRejectionTests {
         parts.leaf.extraExtensions = [
             .init(oid: "1.2.840.113635.100.8.5", isCritical: false, value: [0x04, 0x02, 0x41, 0x42]),
             .init(oid: "1.2.840.113635.100.8.7", isCritical: false, value: [0x04, 0x02, 0x32, 0x37]),
-            .init(oid: "2.5.29.37", isCritical: false, value: [0x30, 0x0B, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x04, 0x18]),
+            .init(
+                oid: "2.5.29.37", isCritical: false, value: [0x30, 0x0B, 0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x63, 0x64, 0x04, 0x18]),
         ]
         try world.verify(parts)
     }
@@ -228,7 +236,9 @@ struct AttestationRejectionTests {
         parts.leaf.notBefore = World.time + 100
         parts.leaf.notAfter = World.time + 200
         let object = try world.device.attestationObject(parts, pki: world.pki)
-        #expect(throws: AttestError(.chainInvalid(.notYetValid), "")) { try world.verifier.verify(world.input(object, time: World.time + 99)) }
+        #expect(throws: AttestError(.chainInvalid(.notYetValid), "")) {
+            try world.verifier.verify(world.input(object, time: World.time + 99))
+        }
         _ = try world.verifier.verify(world.input(object, time: World.time + 100))
         _ = try world.verifier.verify(world.input(object, time: World.time + 199))
         #expect(throws: AttestError(.chainInvalid(.expired), "")) { try world.verifier.verify(world.input(object, time: World.time + 200)) }
@@ -373,9 +383,12 @@ struct AttestationRejectionTests {
         }
     }
 
-    @Test("rejects an aaguid that is neither production nor development (D13)", arguments: [
-        [UInt8](repeating: 0, count: 16), Array("appattest".utf8) + [UInt8](repeating: 0x20, count: 7), Array("appattestdevelo".utf8) + [0],
-    ])
+    @Test(
+        "rejects an aaguid that is neither production nor development (D13)",
+        arguments: [
+            [UInt8](repeating: 0, count: 16), Array("appattest".utf8) + [UInt8](repeating: 0x20, count: 7),
+            Array("appattestdevelo".utf8) + [0],
+        ])
     func unknownAAGUID(_ aaguid: [UInt8]) throws {
         let world = try World()
         var parts = world.parts()

@@ -50,7 +50,8 @@ indirect enum JSONValue: Decodable, Sendable, Equatable {
         case (.number(let exact, _), .unsigned(let n)): return exact == Foundation.Decimal(string: String(n))
         case (.number(let exact, _), .negative(let n)):
             return exact == Foundation.Decimal(string: "-" + BigDecimalText.string(bigEndian: Self.bytes(n), plusOne: true))
-        case (.number(let exact, _), .tagged(2, .bytes(let b))): return exact == Foundation.Decimal(string: BigDecimalText.string(bigEndian: b))
+        case (.number(let exact, _), .tagged(2, .bytes(let b))):
+            return exact == Foundation.Decimal(string: BigDecimalText.string(bigEndian: b))
         case (.number(let exact, _), .tagged(3, .bytes(let b))):
             return exact == Foundation.Decimal(string: "-" + BigDecimalText.string(bigEndian: b, plusOne: true))
         case (.number(_, let approximate), .float(let d)): return approximate == d
@@ -133,8 +134,8 @@ struct CBORDecoderTests {
 
     static let notWellFormed: [String] = {
         guard let data = try? Fixtures.data("cbor/cbor_not_well_formed.json"),
-              let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let list = root["not_well_formed"] as? [[String: Any]]
+            let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let list = root["not_well_formed"] as? [[String: Any]]
         else { return [] }
         return list.compactMap { $0["hex"] as? String }
     }()
@@ -151,7 +152,9 @@ struct CBORDecoderTests {
         #expect(throws: AttestError.self) { try CBORDecoder.decode(bytes[...], limits: .appAttest) }
     }
 
-    @Test("refuses 2^64-1 declared lengths without allocating", arguments: ["9bffffffffffffffff", "bbffffffffffffffff", "5bffffffffffffffff", "7b7fffffffffffffff"])
+    @Test(
+        "refuses 2^64-1 declared lengths without allocating",
+        arguments: ["9bffffffffffffffff", "bbffffffffffffffff", "5bffffffffffffffff", "7b7fffffffffffffff"])
     func hugeDeclaredLengths(_ hex: String) throws {
         let bytes = try #require(Hex.decode(hex))
         #expect(throws: AttestError(.cborNotWellFormed, "")) { try CBORDecoder.decode(bytes[...], limits: .general) }
@@ -204,7 +207,9 @@ struct CBORDecoderTests {
         #expect(throws: AttestError(.cborNotWellFormed, "")) { try CBORDecoder.decode([0x62, 0xC3, 0x28][...], limits: .appAttest) }
     }
 
-    @Test("round-trips what it decodes through the encoder", arguments: ["a26161016162820203", "83010203", "c249010000000000000000", "f93c00"])
+    @Test(
+        "round-trips what it decodes through the encoder",
+        arguments: ["a26161016162820203", "83010203", "c249010000000000000000", "f93c00"])
     func roundTrip(_ hex: String) throws {
         let bytes = try #require(Hex.decode(hex))
         let value = try CBORDecoder.decode(bytes[...], limits: .general)

@@ -20,8 +20,8 @@ enum Recorded {
     static func object(_ recorded: RecordedCase) -> [UInt8]? {
         if let object = recorded.object { return object }
         guard let leaf = RecordedCase.bytes(recorded.leafCertDERB64),
-              let intermediate = RecordedCase.bytes(recorded.intermediateCertDERB64),
-              let authData = RecordedCase.bytes(recorded.authDataB64)
+            let intermediate = RecordedCase.bytes(recorded.intermediateCertDERB64),
+            let authData = RecordedCase.bytes(recorded.authDataB64)
         else { return nil }
         return CBORValue.map([
             CBORMapEntry(key: .text("fmt"), value: .text("apple-appattest")),
@@ -60,7 +60,8 @@ struct RecordedAttestationTests {
         #expect(verifier.anchor.isAppleRoot)
         #expect(verifier.anchor.certificate.sha256Fingerprint == TrustAnchor.appleRootFingerprint)
         #expect(verifier.chains.trustedObjectCount == 1)
-        let fixtureRoot = try Certificate(pemEncoded: String(decoding: Fixtures.data("appattest/roots/apple_app_attestation_root_ca.pem"), as: UTF8.self))
+        let fixtureRoot = try Certificate(
+            pemEncoded: String(decoding: Fixtures.data("appattest/roots/apple_app_attestation_root_ca.pem"), as: UTF8.self))
         #expect(fixtureRoot.derBytes == verifier.anchor.certificate.derBytes)
     }
 
@@ -98,7 +99,8 @@ struct RecordedAttestationTests {
     }
 
     // OpenSSL's X509_cmp_time counts a certificate as expired from the second named in notAfter.
-    @Test("accepts each recorded attestation one second before notAfter and rejects it at notAfter", arguments: Recorded.completeAttestations)
+    @Test(
+        "accepts each recorded attestation one second before notAfter and rejects it at notAfter", arguments: Recorded.completeAttestations)
     func expiredAtBoundary(_ recorded: RecordedCase) throws {
         let verifier = try #require(Recorded.verifier)
         let object = try #require(Recorded.object(recorded))
@@ -145,7 +147,9 @@ struct RecordedAttestationTests {
         #expect(authData.rpIDHash == (try AppID(recorded.appID)).rpIDHash)
         #expect(authData.signCount == 0)
         #expect(authData.attestedCredential?.credentialID == keyID)
-        #expect(AppAttestEnvironment(aaguid: authData.attestedCredential?.aaguid ?? []) == AppAttestEnvironment(rawValue: recorded.environment ?? ""))
+        #expect(
+            AppAttestEnvironment(aaguid: authData.attestedCredential?.aaguid ?? [])
+                == AppAttestEnvironment(rawValue: recorded.environment ?? ""))
         #expect(authData.attestedCredential?.publicKey.uncompressedPoint == (try leaf.publicKey.uncompressedPoint))
     }
 

@@ -33,7 +33,7 @@ private struct WycheproofFile: Decodable {
 enum Wycheproof {
     static func vectors(_ file: String) -> [WycheproofVector] {
         guard let data = try? Fixtures.data("wycheproof/\(file)"),
-              let parsed = try? JSONDecoder().decode(WycheproofFile.self, from: data)
+            let parsed = try? JSONDecoder().decode(WycheproofFile.self, from: data)
         else { return [] }
         return parsed.testGroups.flatMap { group in
             group.tests.map { test in
