@@ -73,7 +73,7 @@ package final class AttestationVerifier: Sendable {
         }
         let object = try AttestationObject(cbor: input.object)
         try AttestationChecks.format(object)
-        let leaf = try AttestationChecks.credentialCertificate(object)
+        let leaf = try AttestationChecks.credentialCertificate(object, knownIntermediate: chains.verifiedIntermediate(matching:))
         let usedCache = try AttestationChecks.chain(leaf, chains: chains, at: input.time)
         try AttestationChecks.nonce(object, leaf: leaf, clientDataHash: input.clientDataHash)
         try AttestationChecks.keyID(leaf, keyID: input.keyID)
@@ -111,7 +111,9 @@ enum AttestationChecks {
     /// Step 1, shape: x5c is exactly [credential certificate, intermediate]; the first is an end
     /// entity with a P-256 key and exactly one well-formed, non-critical nonce extension.
     /// Why: a swapped [intermediate, leaf] order would otherwise pass path validation.
-    static func credentialCertificate(_ object: AttestationObject) throws(AttestError) -> CredentialCertificate {
+    static func credentialCertificate(
+        _ object: AttestationObject, knownIntermediate: (_ der: [UInt8]) -> Certificate? = { _ in nil }
+    ) throws(AttestError) -> CredentialCertificate {
         guard object.certificateChain.count == 2 else {
             throw AttestError(.x5cShape, "x5c holds \(object.certificateChain.count) certificates; exactly 2 are required")
         }
@@ -119,7 +121,7 @@ enum AttestationChecks {
         let intermediate: Certificate
         do {
             leaf = try Certificate(derEncoded: object.certificateChain[0])
-            intermediate = try Certificate(derEncoded: object.certificateChain[1])
+            intermediate = try knownIntermediate(object.certificateChain[1]) ?? Certificate(derEncoded: object.certificateChain[1])
         } catch {
             throw AttestError(.certificateEncoding, "an x5c entry is not a DER certificate")
         }

@@ -145,6 +145,12 @@ package final class ChainVerifier: Sendable {
         return .trusted(viaCachedIntermediate: false)
     }
 
+    /// The already-parsed intermediate with exactly these DER bytes, if it has chained to the
+    /// pinned root before; saves parsing it again (d2i_X509 is slow in OpenSSL 3.0).
+    package func verifiedIntermediate(matching der: [UInt8]) -> Certificate? {
+        cachedStore(for: der)?.anchor
+    }
+
     private func cachedStore(for der: [UInt8]) -> TrustStore? {
         verifiedIntermediates.withLock { entries in entries.first { $0.der == der }?.store }
     }
