@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "attestctl", targets: ["attestctl"]),
         .executable(name: "attest-bench", targets: ["attest-bench"]),
+        .executable(name: "attest-fuzz", targets: ["attest-fuzz"]),
     ],
     targets: [
         // C libraries from Debian, each imported by exactly one Swift target.
@@ -33,6 +34,8 @@ let package = Package(
         .executableTarget(
             name: "attest-bench", dependencies: ["AttestCore", "AttestCrypto", "AttestTesting"],
             swiftSettings: strict),
+
+        .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore"], swiftSettings: strict),
 
         .testTarget(
             name: "AttestCryptoTests", dependencies: ["AttestCrypto", "AttestTesting"], swiftSettings: strict),
