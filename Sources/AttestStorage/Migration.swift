@@ -1,0 +1,19 @@
+/// One schema change: an id that orders it, a name for humans, and the SQL script it runs.
+///
+/// Immutable once shipped: a database records the ids it has applied, and a binary refuses to
+/// run against one that has applied an id it does not know.
+package struct Migration: Sendable, Hashable {
+    /// Position in the sequence; strictly increasing, starting at 1.
+    package let id: Int
+    /// A short snake_case name, the part after `NNNN_` in the file name.
+    package let name: String
+    /// The script, run with `execute` inside the migration's transaction.
+    package let sql: String
+
+    /// Makes a migration value.
+    package init(id: Int, name: String, sql: String) {
+        self.id = id
+        self.name = name
+        self.sql = sql
+    }
+}
