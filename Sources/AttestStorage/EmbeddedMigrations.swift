@@ -8,77 +8,77 @@ package enum EmbeddedMigrations {
         Migration(
             id: 1, name: "initial",
             sql: #"""
-            -- 0001_initial: the token service's tables.
-            -- Times are Unix seconds (INTEGER). Identifiers that are digests or random values are raw BLOBs.
-            -- Embedded byte for byte in Sources/AttestStorage/EmbeddedMigrations.swift; never edit once shipped.
+                -- 0001_initial: the token service's tables.
+                -- Times are Unix seconds (INTEGER). Identifiers that are digests or random values are raw BLOBs.
+                -- Embedded byte for byte in Sources/AttestStorage/EmbeddedMigrations.swift; never edit once shipped.
 
-            -- One customer app (or group of apps) allowed to ask for tokens.
-            CREATE TABLE integrations (
-                client_id TEXT NOT NULL PRIMARY KEY,
-                workspace_id TEXT NOT NULL,
-                name TEXT NOT NULL,
-                team_id TEXT NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
-                -- Comma-separated, sorted: 'development', 'production' or 'development,production'.
-                allowed_environments TEXT NOT NULL
-                    CHECK (allowed_environments IN ('development', 'production', 'development,production')),
-                created_at INTEGER NOT NULL,
-                revoked_at INTEGER,
-                CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
-            ) STRICT;
+                -- One customer app (or group of apps) allowed to ask for tokens.
+                CREATE TABLE integrations (
+                    client_id TEXT NOT NULL PRIMARY KEY,
+                    workspace_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    team_id TEXT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+                    -- Comma-separated, sorted: 'development', 'production' or 'development,production'.
+                    allowed_environments TEXT NOT NULL
+                        CHECK (allowed_environments IN ('development', 'production', 'development,production')),
+                    created_at INTEGER NOT NULL,
+                    revoked_at INTEGER,
+                    CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
+                ) STRICT;
 
-            CREATE INDEX integrations_by_workspace ON integrations (workspace_id);
+                CREATE INDEX integrations_by_workspace ON integrations (workspace_id);
 
-            -- The bundle IDs an integration's App ID may use (rpIdHash = SHA-256 of team_id.bundle_id).
-            CREATE TABLE integration_bundle_ids (
-                client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                bundle_id TEXT NOT NULL,
-                PRIMARY KEY (client_id, bundle_id)
-            ) STRICT, WITHOUT ROWID;
+                -- The bundle IDs an integration's App ID may use (rpIdHash = SHA-256 of team_id.bundle_id).
+                CREATE TABLE integration_bundle_ids (
+                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
+                    bundle_id TEXT NOT NULL,
+                    PRIMARY KEY (client_id, bundle_id)
+                ) STRICT, WITHOUT ROWID;
 
-            -- One-time challenges: valid until expires_at, usable once (consumed_at set on use).
-            CREATE TABLE challenges (
-                id BLOB NOT NULL PRIMARY KEY CHECK (length(id) = 32),
-                client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                created_at INTEGER NOT NULL,
-                expires_at INTEGER NOT NULL CHECK (expires_at > created_at),
-                consumed_at INTEGER
-            ) STRICT, WITHOUT ROWID;
+                -- One-time challenges: valid until expires_at, usable once (consumed_at set on use).
+                CREATE TABLE challenges (
+                    id BLOB NOT NULL PRIMARY KEY CHECK (length(id) = 32),
+                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL CHECK (expires_at > created_at),
+                    consumed_at INTEGER
+                ) STRICT, WITHOUT ROWID;
 
-            CREATE INDEX challenges_by_expiry ON challenges (expires_at);
-            CREATE INDEX challenges_by_client ON challenges (client_id);
+                CREATE INDEX challenges_by_expiry ON challenges (expires_at);
+                CREATE INDEX challenges_by_client ON challenges (client_id);
 
-            -- Attested App Attest keys. key_id is SHA-256 of the public key, which is the uncompressed P-256 point.
-            -- Rowid table: receipts run to kilobytes, too large for a WITHOUT ROWID row.
-            CREATE TABLE devices (
-                key_id BLOB NOT NULL PRIMARY KEY CHECK (length(key_id) = 32),
-                client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                public_key BLOB NOT NULL CHECK (length(public_key) = 65),
-                counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
-                environment TEXT NOT NULL CHECK (environment IN ('development', 'production')),
-                receipt BLOB NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
-                created_at INTEGER NOT NULL,
-                updated_at INTEGER NOT NULL
-            ) STRICT;
+                -- Attested App Attest keys. key_id is SHA-256 of the public key, which is the uncompressed P-256 point.
+                -- Rowid table: receipts run to kilobytes, too large for a WITHOUT ROWID row.
+                CREATE TABLE devices (
+                    key_id BLOB NOT NULL PRIMARY KEY CHECK (length(key_id) = 32),
+                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
+                    public_key BLOB NOT NULL CHECK (length(public_key) = 65),
+                    counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
+                    environment TEXT NOT NULL CHECK (environment IN ('development', 'production')),
+                    receipt BLOB NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL
+                ) STRICT;
 
-            CREATE INDEX devices_by_client ON devices (client_id);
+                CREATE INDEX devices_by_client ON devices (client_id);
 
-            -- Issued access tokens, stored only as SHA-256 of the token so a database leak yields no usable token.
-            CREATE TABLE tokens (
-                token_hash BLOB NOT NULL PRIMARY KEY CHECK (length(token_hash) = 32),
-                client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                workspace_id TEXT NOT NULL,
-                key_id BLOB NOT NULL,
-                scope TEXT NOT NULL,
-                issued_at INTEGER NOT NULL,
-                expires_at INTEGER NOT NULL CHECK (expires_at > issued_at)
-            ) STRICT, WITHOUT ROWID;
+                -- Issued access tokens, stored only as SHA-256 of the token so a database leak yields no usable token.
+                CREATE TABLE tokens (
+                    token_hash BLOB NOT NULL PRIMARY KEY CHECK (length(token_hash) = 32),
+                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
+                    workspace_id TEXT NOT NULL,
+                    key_id BLOB NOT NULL,
+                    scope TEXT NOT NULL,
+                    issued_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL CHECK (expires_at > issued_at)
+                ) STRICT, WITHOUT ROWID;
 
-            CREATE INDEX tokens_by_expiry ON tokens (expires_at);
-            CREATE INDEX tokens_by_client ON tokens (client_id);
-            CREATE INDEX tokens_by_key ON tokens (key_id);
+                CREATE INDEX tokens_by_expiry ON tokens (expires_at);
+                CREATE INDEX tokens_by_client ON tokens (client_id);
+                CREATE INDEX tokens_by_key ON tokens (key_id);
 
-            """#),
+                """#)
     ]
 }

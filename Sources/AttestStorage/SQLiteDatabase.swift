@@ -115,7 +115,9 @@ package final class SQLiteDatabase {
         var consumed = 0
         let result = bytes.withUnsafeBufferPointer { buffer in
             buffer.withMemoryRebound(to: CChar.self) { chars in
-                let start = chars.baseAddress! + offset
+                // Non-empty: offset < bytes.count was checked above.
+                guard let base = chars.baseAddress else { return SQLITE_MISUSE }
+                let start = base + offset
                 var tail: UnsafePointer<CChar>?
                 let result = sqlite3_prepare_v2(handle, start, length, &raw, &tail)
                 consumed = tail.map { $0 - start } ?? Int(length)
