@@ -1,0 +1,285 @@
+import Synchronization
+
+/// The SQLite `TokenStore`: one writer connection behind a mutex (SQLite has one writer anyway)
+/// and a few reader connections for lookups, which WAL lets run beside the writer.
+package final class SQLiteTokenStore: TokenStore {
+    /// One connection and the lock that serialises its use.
+    ///
+    /// `@unchecked Sendable`: `database` is touched only inside `use`, which holds `lock`, so no
+    /// two threads ever use the connection at once.
+    final class Connection: @unchecked Sendable {
+        private let database: SQLiteDatabase
+        private let lock = Mutex(())
+
+        init(_ database: SQLiteDatabase) { self.database = database }
+
+        func use<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
+            try lock.withLock { _ throws(StorageError) -> T in try body(database) }
+        }
+    }
+
+    private let writer: Connection
+    private let readers: [Connection]
+    private let nextReader = Atomic<Int>(0)
+    /// The database file.
+    package let path: String
+
+    /// Opens (creating) the database, checks its integrity, and applies the embedded migrations.
+    /// Throws `corrupt`, `migrationUnknown` (a newer binary wrote it) or an I/O code: the caller
+    /// must refuse to start.
+    package init(
+        path: String, readerCount: Int = 2, busyTimeout: Duration = .milliseconds(2000), migrateAt time: Int64
+    ) throws(StorageError) {
+        self.path = path
+        let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
+        try database.quickCheck()
+        _ = try Migrator().migrate(database, at: time)
+        writer = Connection(database)
+        var readers: [Connection] = []
+        for _ in 0..<max(1, readerCount) {
+            readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout)))
+        }
+        self.readers = readers
+    }
+
+    // MARK: Plumbing
+
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.
+    private func write<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
+        try writer.use { database throws(StorageError) -> T in
+            do {
+                return try database.immediateTransaction { () throws -> T in try body(database) }
+            } catch let error as StorageError {
+                throw error
+            } catch {
+                throw StorageError(.statementFailed, "unexpected error in a transaction: \(type(of: error))")
+            }
+        }
+    }
+
+    /// Runs `body` on the next reader connection (autocommit reads see the last committed state).
+    private func read<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
+        let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
+        return try readers[abs(index % readers.count)].use(body)
+    }
+
+    private static func rows<T>(
+        _ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLiteValue], _ row: (SQLiteStatement) -> T
+    ) throws(StorageError) -> [T] {
+        let statement = try database.prepare(sql)
+        try statement.bind(arguments)
+        var result: [T] = []
+        while try statement.step() { result.append(row(statement)) }
+        return result
+    }
+
+    private static func integration(_ statement: SQLiteStatement, bundleIDs: [String]) -> IntegrationRecord {
+        IntegrationRecord(
+            clientID: statement.string(at: 0) ?? "", workspaceID: statement.string(at: 1) ?? "", name: statement.string(at: 2) ?? "",
+            teamID: statement.string(at: 3) ?? "", bundleIDs: bundleIDs,
+            environments: (statement.string(at: 4) ?? "").split(separator: ",").map(String.init),
+            status: IntegrationStatus(rawValue: statement.string(at: 5) ?? "") ?? .revoked, createdAt: statement.int64(at: 6),
+            revokedAt: statement.isNull(at: 7) ? nil : statement.int64(at: 7))
+    }
+
+    private static let integrationColumns =
+        "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at"
+
+    private static func loadIntegration(_ database: SQLiteDatabase, clientID: String) throws(StorageError) -> IntegrationRecord? {
+        let bundleIDs = try rows(
+            database, "SELECT bundle_id FROM integration_bundle_ids WHERE client_id = ? ORDER BY bundle_id", [.text(clientID)]
+        ) { $0.string(at: 0) ?? "" }
+        return try rows(database, "SELECT \(integrationColumns) FROM integrations WHERE client_id = ?", [.text(clientID)]) {
+            integration($0, bundleIDs: bundleIDs)
+        }.first
+    }
+
+    private static func isActive(_ database: SQLiteDatabase, clientID: String) throws(StorageError) -> Bool {
+        try rows(database, "SELECT status FROM integrations WHERE client_id = ?", [.text(clientID)]) { $0.string(at: 0) }
+            .first == "active"
+    }
+
+    private static func insert(_ token: TokenRecord, into database: SQLiteDatabase) throws(StorageError) {
+        try database.execute(
+            "INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            arguments: [
+                .blob(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .blob(token.keyID), .text(token.scope),
+                .integer(token.issuedAt), .integer(token.expiresAt),
+            ])
+    }
+
+    // MARK: Integrations
+
+    package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
+        try write { database throws(StorageError) in
+            try database.execute(
+                """
+                INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                arguments: [
+                    .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
+                    .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
+                    .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
+                ])
+            for bundleID in integration.bundleIDs {
+                try database.execute(
+                    "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)",
+                    arguments: [.text(integration.clientID), .text(bundleID)])
+            }
+        }
+    }
+
+    package func integration(clientID: String) throws(StorageError) -> IntegrationRecord? {
+        try read { database throws(StorageError) in try Self.loadIntegration(database, clientID: clientID) }
+    }
+
+    package func integrations() throws(StorageError) -> [IntegrationRecord] {
+        try read { database throws(StorageError) in
+            let ids = try Self.rows(database, "SELECT client_id FROM integrations ORDER BY created_at, client_id", []) {
+                $0.string(at: 0) ?? ""
+            }
+            var result: [IntegrationRecord] = []
+            for id in ids {
+                if let record = try Self.loadIntegration(database, clientID: id) { result.append(record) }
+            }
+            return result
+        }
+    }
+
+    package func revokeIntegration(clientID: String, at time: Int64) throws(StorageError) -> RevocationSummary? {
+        try write { database throws(StorageError) -> RevocationSummary? in
+            guard try Self.loadIntegration(database, clientID: clientID) != nil else { return nil }
+            try database.execute(
+                "UPDATE integrations SET status = 'revoked', revoked_at = ? WHERE client_id = ? AND status = 'active'",
+                arguments: [.integer(time), .text(clientID)])
+            let changed = database.changes == 1
+            try database.execute("DELETE FROM tokens WHERE client_id = ? AND expires_at > ?", arguments: [.text(clientID), .integer(time)])
+            let tokens = database.changes
+            // Expired tokens are inert already; remove them too so nothing of the integration lingers.
+            try database.execute("DELETE FROM tokens WHERE client_id = ?", arguments: [.text(clientID)])
+            try database.execute(
+                "UPDATE devices SET status = 'revoked', updated_at = ? WHERE client_id = ? AND status = 'active'",
+                arguments: [.integer(time), .text(clientID)])
+            let devices = database.changes
+            try database.execute("DELETE FROM challenges WHERE client_id = ?", arguments: [.text(clientID)])
+            return RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
+        }
+    }
+
+    // MARK: Challenges
+
+    package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
+        try write { database throws(StorageError) in
+            try database.execute(
+                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+        }
+    }
+
+    package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption {
+        try write { database throws(StorageError) -> ChallengeConsumption in
+            let found = try Self.rows(database, "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = ?", [.blob(id)]) {
+                ($0.string(at: 0) ?? "", $0.int64(at: 1), $0.isNull(at: 2))
+            }
+            guard let (clientID, expiresAt, unconsumed) = found.first else { return .unknown }
+            guard unconsumed else { return .alreadyUsed }
+            try database.execute("UPDATE challenges SET consumed_at = ? WHERE id = ?", arguments: [.integer(time), .blob(id)])
+            return .fresh(clientID: clientID, expiresAt: expiresAt)
+        }
+    }
+
+    // MARK: Devices and tokens
+
+    package func registerDevice(_ device: DeviceRecord, firstToken: TokenRecord) throws(StorageError) -> RegistrationOutcome {
+        try write { database throws(StorageError) -> RegistrationOutcome in
+            guard try Self.isActive(database, clientID: device.clientID) else { return .integrationRevoked }
+            let existing = try Self.rows(database, "SELECT status FROM devices WHERE key_id = ?", [.blob(device.keyID)]) {
+                DeviceStatus(rawValue: $0.string(at: 0) ?? "") ?? .revoked
+            }
+            if let status = existing.first { return .keyExists(status) }
+            try database.execute(
+                """
+                INSERT INTO devices (key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+                arguments: [
+                    .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
+                    .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
+                    .integer(device.updatedAt),
+                ])
+            try Self.insert(firstToken, into: database)
+            return .registered
+        }
+    }
+
+    package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
+        try read { database throws(StorageError) in
+            try Self.rows(
+                database,
+                """
+                SELECT key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at
+                FROM devices WHERE key_id = ?
+                """, [.blob(keyID)]
+            ) {
+                DeviceRecord(
+                    keyID: $0.blob(at: 0) ?? [], clientID: $0.string(at: 1) ?? "", publicKey: $0.blob(at: 2) ?? [],
+                    counter: UInt32(clamping: $0.int64(at: 3)), environment: $0.string(at: 4) ?? "", receipt: $0.blob(at: 5) ?? [],
+                    status: DeviceStatus(rawValue: $0.string(at: 6) ?? "") ?? .revoked, createdAt: $0.int64(at: 7),
+                    updatedAt: $0.int64(at: 8))
+            }.first
+        }
+    }
+
+    package func advanceCounter(
+        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord
+    ) throws(StorageError) -> CounterAdvance {
+        try write { database throws(StorageError) -> CounterAdvance in
+            guard try Self.isActive(database, clientID: token.clientID) else { return .integrationRevoked }
+            let status = try Self.rows(database, "SELECT status FROM devices WHERE key_id = ?", [.blob(keyID)]) { $0.string(at: 0) }
+            guard status.first == "active" else { return .deviceBlocked }
+            // Compare-and-set on the value the assertion was verified against: of two requests
+            // racing with the same counter, exactly one changes the row.
+            try database.execute(
+                "UPDATE devices SET counter = ?, updated_at = ? WHERE key_id = ? AND counter = ?",
+                arguments: [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))])
+            guard database.changes == 1 else { return .counterChanged }
+            try Self.insert(token, into: database)
+            return .advanced
+        }
+    }
+
+    package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
+        try read { database throws(StorageError) in
+            try Self.rows(
+                database,
+                """
+                SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
+                FROM tokens t JOIN integrations i ON i.client_id = t.client_id
+                WHERE t.token_hash = ? AND t.expires_at > ? AND i.status = 'active'
+                """, [.blob(hash), .integer(time)]
+            ) {
+                TokenRecord(
+                    tokenHash: $0.blob(at: 0) ?? [], clientID: $0.string(at: 1) ?? "", workspaceID: $0.string(at: 2) ?? "",
+                    keyID: $0.blob(at: 3) ?? [], scope: $0.string(at: 4) ?? "", issuedAt: $0.int64(at: 5), expiresAt: $0.int64(at: 6))
+            }.first
+        }
+    }
+
+    package func purgeExpired(at time: Int64) throws(StorageError) -> Int {
+        try write { database throws(StorageError) -> Int in
+            try database.execute("DELETE FROM tokens WHERE expires_at <= ?", arguments: [.integer(time)])
+            let tokens = database.changes
+            try database.execute("DELETE FROM challenges WHERE expires_at <= ?", arguments: [.integer(time)])
+            return tokens + database.changes
+        }
+    }
+
+    package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int) {
+        try read { database throws(StorageError) in
+            let integrations = try Self.rows(database, "SELECT count(*) FROM integrations WHERE status = 'active'", []) { $0.int64(at: 0) }
+            let devices = try Self.rows(database, "SELECT count(*) FROM devices WHERE status = 'active'", []) { $0.int64(at: 0) }
+            return (Int(integrations.first ?? 0), Int(devices.first ?? 0))
+        }
+    }
+}

@@ -1,0 +1,172 @@
+/// Whether an integration may still be used. Revocation is permanent.
+package enum IntegrationStatus: String, Sendable, Hashable {
+    case active
+    case revoked
+}
+
+/// One registered app integration.
+package struct IntegrationRecord: Sendable, Hashable {
+    /// Public client ID, `clid_` + random; never reused.
+    package var clientID: String
+    package var workspaceID: String
+    package var name: String
+    /// Apple Developer Team ID (validated before it gets here).
+    package var teamID: String
+    /// 1 to 32 bundle IDs, sorted.
+    package var bundleIDs: [String]
+    /// "development" and/or "production", sorted.
+    package var environments: [String]
+    package var status: IntegrationStatus
+    package var createdAt: Int64
+    package var revokedAt: Int64?
+
+    package init(
+        clientID: String, workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: [String],
+        status: IntegrationStatus, createdAt: Int64, revokedAt: Int64?
+    ) {
+        self.clientID = clientID
+        self.workspaceID = workspaceID
+        self.name = name
+        self.teamID = teamID
+        self.bundleIDs = bundleIDs
+        self.environments = environments
+        self.status = status
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Whether a device key may still refresh tokens.
+package enum DeviceStatus: String, Sendable, Hashable {
+    case active
+    case revoked
+}
+
+/// One attested App Attest key.
+package struct DeviceRecord: Sendable, Hashable {
+    package var keyID: [UInt8]
+    package var clientID: String
+    /// `04 || X || Y`.
+    package var publicKey: [UInt8]
+    package var counter: UInt32
+    package var environment: String
+    package var receipt: [UInt8]
+    package var status: DeviceStatus
+    package var createdAt: Int64
+    package var updatedAt: Int64
+
+    package init(
+        keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: String, receipt: [UInt8],
+        status: DeviceStatus, createdAt: Int64, updatedAt: Int64
+    ) {
+        self.keyID = keyID
+        self.clientID = clientID
+        self.publicKey = publicKey
+        self.counter = counter
+        self.environment = environment
+        self.receipt = receipt
+        self.status = status
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One issued access token. Only the SHA-256 of the token is ever stored.
+package struct TokenRecord: Sendable, Hashable {
+    package var tokenHash: [UInt8]
+    package var clientID: String
+    package var workspaceID: String
+    package var keyID: [UInt8]
+    package var scope: String
+    package var issuedAt: Int64
+    package var expiresAt: Int64
+
+    package init(
+        tokenHash: [UInt8], clientID: String, workspaceID: String, keyID: [UInt8], scope: String, issuedAt: Int64, expiresAt: Int64
+    ) {
+        self.tokenHash = tokenHash
+        self.clientID = clientID
+        self.workspaceID = workspaceID
+        self.keyID = keyID
+        self.scope = scope
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// What presenting a challenge found. The challenge is consumed in every case where it existed.
+package enum ChallengeConsumption: Sendable, Equatable {
+    /// Unconsumed until now; now consumed.
+    case fresh(clientID: String, expiresAt: Int64)
+    /// Consumed before.
+    case alreadyUsed
+    /// Never issued (or purged long ago).
+    case unknown
+}
+
+/// The outcome of registering a device and minting its first token in one transaction.
+package enum RegistrationOutcome: Sendable, Equatable {
+    case registered
+    /// The integration was revoked before the transaction (re-checked inside it).
+    case integrationRevoked
+    /// The key ID is already registered; nothing was changed.
+    case keyExists(DeviceStatus)
+}
+
+/// The outcome of advancing a device counter and minting a token in one transaction.
+package enum CounterAdvance: Sendable, Equatable {
+    case advanced
+    case integrationRevoked
+    case deviceBlocked
+    /// Another request advanced the counter first (compare-and-set lost); no token minted.
+    case counterChanged
+}
+
+/// What `revokeIntegration` cut off.
+package struct RevocationSummary: Sendable, Equatable {
+    /// False when the integration was already revoked (the call changed nothing).
+    package var changed: Bool
+    package var tokensRevoked: Int
+    package var devicesBlocked: Int
+
+    package init(changed: Bool, tokensRevoked: Int, devicesBlocked: Int) {
+        self.changed = changed
+        self.tokensRevoked = tokensRevoked
+        self.devicesBlocked = devicesBlocked
+    }
+}
+
+/// Everything the token service persists, each operation one transaction.
+///
+/// A protocol so that a PostgreSQL backend can follow the SQLite one for deployments that outgrow
+/// one machine; every method's atomicity is part of the contract.
+package protocol TokenStore: Sendable {
+    /// Inserts a new integration; `constraint` if the client ID exists.
+    func insertIntegration(_ integration: IntegrationRecord) throws(StorageError)
+    /// The integration with this client ID.
+    func integration(clientID: String) throws(StorageError) -> IntegrationRecord?
+    /// All integrations, oldest first.
+    func integrations() throws(StorageError) -> [IntegrationRecord]
+    /// Revokes permanently: status, all outstanding tokens deleted, all devices blocked, in one
+    /// transaction. Nil when no such integration exists. Idempotent.
+    func revokeIntegration(clientID: String, at time: Int64) throws(StorageError) -> RevocationSummary?
+    /// Stores a new challenge.
+    func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError)
+    /// Marks the challenge consumed and reports what it was.
+    func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption
+    /// Registers a freshly attested device and its first token, after re-checking the integration.
+    func registerDevice(_ device: DeviceRecord, firstToken: TokenRecord) throws(StorageError) -> RegistrationOutcome
+    /// The device with this key ID.
+    func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
+    /// Compare-and-set the counter from `previous` to `counter` and store `token`, after
+    /// re-checking the integration's and the device's status.
+    func advanceCounter(
+        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord
+    ) throws(StorageError) -> CounterAdvance
+    /// The unexpired token with this hash whose integration is active.
+    func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord?
+    /// Deletes expired tokens and challenges that expired before `time`; returns how many rows went.
+    func purgeExpired(at time: Int64) throws(StorageError) -> Int
+    /// Counts for metrics: active integrations and active devices.
+    func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int)
+}
