@@ -3,6 +3,7 @@
 // Arrows are one-way (see docs/ARCHITECTURE.md):
 //   COpenSSL -> AttestCrypto -> AttestCore -> AttestCLI -> attestctl
 //   CSQLite  -> AttestStorage
+//   CMicroHTTPD -> AttestHTTPServer
 //   AttestTesting (synthetic device, fixtures) is used by tests, benchmarks and the simulator only.
 import PackageDescription
 
@@ -15,6 +16,7 @@ let package = Package(
     name: "attestd",
     platforms: [.macOS(.v15)],
     products: [
+        .executable(name: "attestd", targets: ["attestd"]),
         .executable(name: "attestctl", targets: ["attestctl"]),
         .executable(name: "attest-bench", targets: ["attest-bench"]),
         .executable(name: "attest-fuzz", targets: ["attest-fuzz"]),
@@ -23,14 +25,24 @@ let package = Package(
         // C libraries from Debian, each imported by exactly one Swift target.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestStorage", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestCLI", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
+        .target(
+            name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
+        .target(
+            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto"], swiftSettings: strict),
+        .target(name: "AttestCLI", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage"], swiftSettings: strict),
 
         .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
+        .executableTarget(
+            name: "attestd",
+            dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto"],
+            swiftSettings: strict),
         .executableTarget(
             name: "attest-bench", dependencies: ["AttestCore", "AttestCrypto", "AttestTesting"],
             swiftSettings: strict),
@@ -42,6 +54,13 @@ let package = Package(
         .testTarget(
             name: "AttestCoreTests", dependencies: ["AttestCore", "AttestCrypto", "AttestTesting"],
             swiftSettings: strict),
+        .testTarget(
+            name: "AttestHTTPServerTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "AttestHTTPTests",
+            dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestStorageTests", dependencies: ["AttestStorage"], swiftSettings: strict),
         .testTarget(

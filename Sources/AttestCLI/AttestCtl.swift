@@ -5,14 +5,20 @@ struct Command: Sendable {
     let path: [String]
     let summary: String
     let options: [OptionSpec]
+    var positionals: [String] = []
     let run: @Sendable (ParsedOptions, ToolIO) throws(UsageError) -> Int32
 
     var usage: String {
-        let synopsis = options.map { $0.isRequired ? "--\($0.name) \($0.valueName)" : "[--\($0.name) \($0.valueName)]" }
+        let synopsis =
+            positionals
+            + options.map {
+                let text = $0.isFlag ? "--\($0.name)" : "--\($0.name) \($0.valueName)"
+                return $0.isRequired ? text : "[\(text)]"
+            }
         var lines = ["usage: attestctl \(path.joined(separator: " ")) \(synopsis.joined(separator: " "))", "", summary, "", "options:"]
         let width = options.map { $0.name.count + $0.valueName.count + 4 }.max() ?? 0
         for option in options {
-            let left = "--\(option.name) \(option.valueName)"
+            let left = option.isFlag ? "--\(option.name)" : "--\(option.name) \(option.valueName)"
             lines.append("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + option.help)
         }
         return lines.joined(separator: "\n") + "\n"
@@ -21,7 +27,10 @@ struct Command: Sendable {
 
 /// `attestctl`: parse, validate, run. Help and dispatch come from the same command table.
 package struct AttestCtl: Sendable {
-    static let commands: [Command] = [VerifyCommands.attestation, VerifyCommands.assertion]
+    static let commands: [Command] = [
+        VerifyCommands.attestation, VerifyCommands.assertion, IntegrationCommands.create, IntegrationCommands.revoke,
+        IntegrationCommands.list, IntegrationCommands.show,
+    ]
 
     let io: ToolIO
 
@@ -54,7 +63,7 @@ package struct AttestCtl: Sendable {
             return ExitCode.success
         }
         do {
-            let options = try ParsedOptions.parse(rest, specs: command.options)
+            let options = try ParsedOptions.parse(rest, specs: command.options, positionalNames: command.positionals)
             return try command.run(options, io)
         } catch {
             io.standardError("attestctl \(command.path.joined(separator: " ")): \(error.message)\n\n" + command.usage)

@@ -5,6 +5,8 @@ struct OptionSpec: Sendable {
     let help: String
     let isRequired: Bool
     let isRepeatable: Bool
+    /// A switch that takes no value (`--json`, `--yes`).
+    let isFlag: Bool
 
     init(_ name: String, value: String, help: String, required: Bool = false, repeatable: Bool = false) {
         self.name = name
@@ -12,6 +14,17 @@ struct OptionSpec: Sendable {
         self.help = help
         isRequired = required
         isRepeatable = repeatable
+        isFlag = false
+    }
+
+    /// A value-less switch.
+    init(flag name: String, help: String) {
+        self.name = name
+        valueName = ""
+        self.help = help
+        isRequired = false
+        isRepeatable = false
+        isFlag = true
     }
 }
 
@@ -23,10 +36,16 @@ struct UsageError: Error, Sendable {
 /// The options given to one command, after parsing and the required/duplicate checks.
 struct ParsedOptions: Sendable {
     private var values: [String: [String]]
+    /// Positional arguments, in order.
+    let positionals: [String]
 
-    init(values: [String: [String]]) {
+    init(values: [String: [String]], positionals: [String] = []) {
         self.values = values
+        self.positionals = positionals
     }
+
+    /// Whether a switch was given.
+    func flag(_ name: String) -> Bool { values[name] != nil }
 
     /// The single value of `name`, if given.
     func value(_ name: String) -> String? { values[name]?.first }
@@ -37,13 +56,22 @@ struct ParsedOptions: Sendable {
     /// The value of a required option (parsing already proved it is there).
     func required(_ name: String) -> String { values[name]?.first ?? "" }
 
-    /// Parses `--name VALUE` and `--name=VALUE` against `specs`; nothing else is accepted.
-    static func parse(_ arguments: ArraySlice<String>, specs: [OptionSpec]) throws(UsageError) -> ParsedOptions {
+    /// Parses `--name VALUE`, `--name=VALUE`, `--switch` and exactly `positionalNames.count`
+    /// positional arguments against `specs`; nothing else is accepted.
+    static func parse(
+        _ arguments: ArraySlice<String>, specs: [OptionSpec], positionalNames: [String] = []
+    ) throws(UsageError) -> ParsedOptions {
         var values: [String: [String]] = [:]
+        var positionals: [String] = []
         var index = arguments.startIndex
         while index < arguments.endIndex {
             let argument = arguments[index]
-            guard argument.hasPrefix("--") else { throw UsageError(message: "unexpected argument '\(argument)'") }
+            guard argument.hasPrefix("--") else {
+                guard positionals.count < positionalNames.count else { throw UsageError(message: "unexpected argument '\(argument)'") }
+                positionals.append(argument)
+                index += 1
+                continue
+            }
             var name = String(argument.dropFirst(2))
             var value: String?
             if let equals = name.firstIndex(of: "=") {
@@ -53,7 +81,10 @@ struct ParsedOptions: Sendable {
             guard let spec = specs.first(where: { $0.name == name }) else {
                 throw UsageError(message: "unknown option '--\(name)'")
             }
-            if value == nil {
+            if spec.isFlag {
+                guard value == nil else { throw UsageError(message: "--\(name) takes no value") }
+                value = ""
+            } else if value == nil {
                 index += 1
                 guard index < arguments.endIndex else { throw UsageError(message: "--\(name) needs a value (\(spec.valueName))") }
                 value = arguments[index]
@@ -65,6 +96,9 @@ struct ParsedOptions: Sendable {
         for spec in specs where spec.isRequired && values[spec.name] == nil {
             throw UsageError(message: "missing --\(spec.name) \(spec.valueName)")
         }
-        return ParsedOptions(values: values)
+        guard positionals.count == positionalNames.count else {
+            throw UsageError(message: "missing \(positionalNames[positionals.count])")
+        }
+        return ParsedOptions(values: values, positionals: positionals)
     }
 }

@@ -12,17 +12,24 @@ package struct ToolIO: Sendable {
     package var standardOutput: @Sendable (String) -> Void
     /// Writes to standard error.
     package var standardError: @Sendable (String) -> Void
+    /// Environment variables (`ATTESTD_DB`).
+    package var environment: [String: String]
+    /// Reads one line of standard input (for confirmations); nil at end of input.
+    package var readLine: @Sendable () -> String?
 
     package init(
         readFile: @escaping @Sendable (String) throws -> [UInt8], readStandardInput: @escaping @Sendable () -> [UInt8],
         now: @escaping @Sendable () -> Int64, standardOutput: @escaping @Sendable (String) -> Void,
-        standardError: @escaping @Sendable (String) -> Void
+        standardError: @escaping @Sendable (String) -> Void, environment: [String: String] = [:],
+        readLine: @escaping @Sendable () -> String? = { nil }
     ) {
         self.readFile = readFile
         self.readStandardInput = readStandardInput
         self.now = now
         self.standardOutput = standardOutput
         self.standardError = standardError
+        self.environment = environment
+        self.readLine = readLine
     }
 
     /// The real process: files, stdin, the system clock, stdout and stderr.
@@ -31,7 +38,9 @@ package struct ToolIO: Sendable {
         readStandardInput: { Array(FileHandle.standardInput.readDataToEndOfFile()) },
         now: { Int64(Date().timeIntervalSince1970) },
         standardOutput: { FileHandle.standardOutput.write(Data($0.utf8)) },
-        standardError: { FileHandle.standardError.write(Data($0.utf8)) })
+        standardError: { FileHandle.standardError.write(Data($0.utf8)) },
+        environment: ProcessInfo.processInfo.environment,
+        readLine: { Swift.readLine(strippingNewline: true) })
 }
 
 /// Exit codes, as swift-argument-parser uses them.

@@ -1,0 +1,204 @@
+import AttestCore
+import AttestService
+import AttestStorage
+import Foundation
+
+/// `attestctl integration create|revoke|list|show`: administration over the same SQLite
+/// database the server uses (safe concurrently: every write is a BEGIN IMMEDIATE transaction).
+enum IntegrationCommands {
+    static let database = OptionSpec("db", value: "PATH", help: "SQLite database (default: $ATTESTD_DB, else ./attestd.sqlite)")
+    static let json = OptionSpec(flag: "json", help: "print JSON instead of text")
+
+    static let create = Command(
+        path: ["integration", "create"],
+        summary: "Register an app integration and print its client ID.",
+        options: [
+            OptionSpec("workspace", value: "W", help: "workspace ID the tokens are scoped to (1-64 of A-Z a-z 0-9 _ -)", required: true),
+            OptionSpec("name", value: "N", help: "a name for people", required: true),
+            OptionSpec("team-id", value: "T", help: "Apple Developer Team ID (10 of A-Z 0-9)", required: true),
+            OptionSpec("bundle-id", value: "B", help: "bundle ID; repeat for up to 32", required: true, repeatable: true),
+            OptionSpec("environment", value: "production|development|both", help: "App Attest environments accepted (default: both)"),
+            database, json,
+        ],
+        run: runCreate)
+
+    static let revoke = Command(
+        path: ["integration", "revoke"],
+        summary: "Revoke an integration permanently: its tokens stop working at once, its devices are blocked.",
+        options: [OptionSpec(flag: "yes", help: "do not ask for confirmation"), database, json],
+        positionals: ["CLIENT_ID"],
+        run: runRevoke)
+
+    static let list = Command(
+        path: ["integration", "list"], summary: "List integrations.", options: [database, json], run: runList)
+
+    static let show = Command(
+        path: ["integration", "show"], summary: "Show one integration.", options: [database, json], positionals: ["CLIENT_ID"],
+        run: runShow)
+
+    static func openStore(_ options: ParsedOptions, _ io: ToolIO) -> SQLiteTokenStore? {
+        let path = options.value("db") ?? io.environment["ATTESTD_DB"] ?? "attestd.sqlite"
+        do {
+            return try SQLiteTokenStore(path: path, readerCount: 1, busyTimeout: .milliseconds(5000), migrateAt: io.now())
+        } catch {
+            io.standardError("attestctl: cannot open database \(path): \(error)\n")
+            return nil
+        }
+    }
+
+    struct Clock: AttestService.Clock {
+        let io: ToolIO
+        func now() -> Int64 { io.now() }
+    }
+
+    static func runCreate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let environments: Set<AppAttestEnvironment>
+        switch options.value("environment") ?? "both" {
+        case "both": environments = [.production, .development]
+        case "production": environments = [.production]
+        case "development": environments = [.development]
+        case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
+        }
+        guard let store = openStore(options, io) else { return ExitCode.failure }
+        let admin = IntegrationAdmin(store: store, clock: Clock(io: io))
+        do {
+            let record = try admin.create(
+                workspaceID: options.required("workspace"), name: options.required("name"), teamID: options.required("team-id"),
+                bundleIDs: options.values("bundle-id"), environments: environments)
+            io.standardOutput(options.flag("json") ? IntegrationJSON.encode(record) : record.clientID + "\n")
+            return ExitCode.success
+        } catch  where error.code == .invalidIntegration {
+            throw UsageError(message: "\(error.reason): \(error.detail)")
+        } catch {
+            io.standardError("attestctl integration create: \(error.detail)\n")
+            return ExitCode.failure
+        }
+    }
+
+    static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let clientID = options.positionals[0]
+        guard let store = openStore(options, io) else { return ExitCode.failure }
+        let admin = IntegrationAdmin(store: store, clock: Clock(io: io))
+        do {
+            guard let record = try admin.show(clientID: clientID) else {
+                io.standardError("attestctl integration revoke: no integration \(clientID)\n")
+                return ExitCode.failure
+            }
+            if !options.flag("yes") && record.status == .active {
+                io.standardError(
+                    "Revoke \(clientID) (\(record.name), workspace \(record.workspaceID)) permanently? Its tokens stop working at once, "
+                        + "its devices can never get new ones, and the client ID is never reused. Type 'yes' to confirm: ")
+                guard io.readLine()?.trimmingCharacters(in: .whitespaces) == "yes" else {
+                    io.standardError("\nnot revoked\n")
+                    return ExitCode.failure
+                }
+            }
+            guard let summary = try admin.revoke(clientID: clientID) else { return ExitCode.failure }
+            if options.flag("json") {
+                struct Body: Encodable {
+                    let client_id: String
+                    let revoked = true
+                    let already_revoked: Bool
+                    let tokens_revoked: Int
+                    let devices_blocked: Int
+                }
+                io.standardOutput(
+                    IntegrationJSON.encode(
+                        Body(
+                            client_id: clientID, already_revoked: !summary.changed, tokens_revoked: summary.tokensRevoked,
+                            devices_blocked: summary.devicesBlocked)))
+            } else if summary.changed {
+                io.standardOutput(
+                    "revoked \(clientID): \(summary.tokensRevoked) tokens revoked, \(summary.devicesBlocked) devices blocked\n")
+            } else {
+                io.standardOutput("\(clientID) was already revoked; nothing changed\n")
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl integration revoke: \(error.detail)\n")
+            return ExitCode.failure
+        }
+    }
+
+    static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        guard let store = openStore(options, io) else { return ExitCode.failure }
+        do {
+            let records = try IntegrationAdmin(store: store, clock: Clock(io: io)).list()
+            if options.flag("json") {
+                io.standardOutput(IntegrationJSON.encode(records.map(IntegrationJSON.init)))
+            } else {
+                for record in records {
+                    io.standardOutput(
+                        "\(record.clientID)  \(record.status.rawValue)  \(record.workspaceID)  \(record.teamID)  \(record.name)\n")
+                }
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl integration list: \(error.detail)\n")
+            return ExitCode.failure
+        }
+    }
+
+    static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        guard let store = openStore(options, io) else { return ExitCode.failure }
+        do {
+            guard let record = try IntegrationAdmin(store: store, clock: Clock(io: io)).show(clientID: options.positionals[0]) else {
+                io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
+                return ExitCode.failure
+            }
+            if options.flag("json") {
+                io.standardOutput(IntegrationJSON.encode(record))
+            } else {
+                io.standardOutput(
+                    """
+                    client_id:    \(record.clientID)
+                    status:       \(record.status.rawValue)\(record.revokedAt.map { " (since \($0))" } ?? "")
+                    workspace:    \(record.workspaceID)
+                    name:         \(record.name)
+                    team_id:      \(record.teamID)
+                    bundle_ids:   \(record.bundleIDs.joined(separator: ", "))
+                    environments: \(record.environments.joined(separator: ", "))
+                    created_at:   \(record.createdAt)
+
+                    """)
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl integration show: \(error.detail)\n")
+            return ExitCode.failure
+        }
+    }
+}
+
+/// The JSON shape of an integration in `attestctl --json` output.
+struct IntegrationJSON: Encodable {
+    let client_id: String
+    let status: String
+    let workspace_id: String
+    let name: String
+    let team_id: String
+    let bundle_ids: [String]
+    let environments: [String]
+    let created_at: Int64
+    let revoked_at: Int64?
+
+    init(_ record: IntegrationRecord) {
+        client_id = record.clientID
+        status = record.status.rawValue
+        workspace_id = record.workspaceID
+        name = record.name
+        team_id = record.teamID
+        bundle_ids = record.bundleIDs
+        environments = record.environments
+        created_at = record.createdAt
+        revoked_at = record.revokedAt
+    }
+
+    static func encode(_ record: IntegrationRecord) -> String { encode(IntegrationJSON(record)) }
+
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return ((try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}") + "\n"
+    }
+}

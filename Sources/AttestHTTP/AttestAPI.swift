@@ -1,0 +1,288 @@
+import AttestCrypto
+package import AttestHTTPServer
+package import AttestService
+import Foundation
+import Synchronization
+
+/// The HTTP API of attestd (docs/API.md): routing, request decoding, problem documents,
+/// metrics and one log line per request. All decisions are the `TokenService`'s.
+package struct AttestAPI: HTTPResponder {
+    /// What the API needs besides the service.
+    package struct Settings: Sendable {
+        /// The credential `/v1/introspect` callers present as `Authorization: Bearer`; nil
+        /// refuses every introspection (401).
+        package var gatewaySecret: String?
+        /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
+        package var trustsAppleRoot: Bool
+        package var version: String
+
+        package init(gatewaySecret: String?, trustsAppleRoot: Bool, version: String) {
+            self.gatewaySecret = gatewaySecret
+            self.trustsAppleRoot = trustsAppleRoot
+            self.version = version
+        }
+    }
+
+    let service: TokenService
+    let settings: Settings
+    let logger: Logger
+    package let metrics: Metrics
+    let gauges: @Sendable () -> [(name: String, help: String, value: Int)]
+    private let requestCounter = RequestCounter()
+
+    package init(
+        service: TokenService, settings: Settings, logger: Logger,
+        gauges: @escaping @Sendable () -> [(name: String, help: String, value: Int)] = { [] }
+    ) {
+        self.service = service
+        self.settings = settings
+        self.logger = logger
+        metrics = Metrics(version: settings.version)
+        self.gauges = gauges
+    }
+
+    /// The routes: path → (method, handler).
+    private static let routes: [String: (method: String, name: String)] = [
+        "/v1/challenge": ("POST", "challenge"), "/v1/attest": ("POST", "attest"), "/v1/token": ("POST", "token"),
+        "/v1/introspect": ("POST", "introspect"), "/v1/authorize": ("GET", "authorize"), "/healthz": ("GET", "healthz"),
+        "/metrics": ("GET", "metrics"),
+    ]
+
+    package func respond(to request: HTTPRequest) -> HTTPResponse {
+        let started = ContinuousClock.now
+        let requestID = requestCounter.next()
+        var context = LogContext()
+        let route = Self.routes[request.path]
+        var response: HTTPResponse
+        if let route {
+            if request.method == route.method || (route.method == "GET" && request.method == "HEAD") {
+                do {
+                    response = try handle(route.name, request, &context)
+                } catch {
+                    context.outcome = error.reason
+                    response = error.response
+                }
+            } else {
+                context.outcome = "method_not_allowed"
+                var problem = Problem(
+                    status: 405, code: "method_not_allowed", reason: "method_not_allowed", detail: "\(request.path) takes \(route.method)")
+                problem.headers = [HTTPHeader(name: "Allow", value: route.method)]
+                response = problem.response
+            }
+        } else {
+            context.outcome = "not_found"
+            response = Problem(status: 404, code: "not_found", reason: "not_found", detail: "no such endpoint").response
+        }
+        response.headers.append(HTTPHeader(name: "X-Request-Id", value: requestID))
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let routeName = route?.name ?? "unknown"
+        metrics.recordRequest(route: routeName, status: response.status, seconds: seconds)
+        var fields: [String: any Sendable] = [
+            "request.id": requestID, "route": routeName, "status": response.status, "duration_ms": (seconds * 1e6).rounded() / 1e3,
+            "outcome": context.outcome ?? "ok", "remote": request.remoteAddress,
+        ]
+        if let clientID = context.clientID { fields["client.id"] = clientID }
+        if routeName != "metrics" && routeName != "healthz" { logger.log(response.status >= 500 ? "error" : "info", "request", fields) }
+        return response
+    }
+
+    struct LogContext {
+        var clientID: String?
+        var outcome: String?
+    }
+
+    private func handle(_ route: String, _ request: HTTPRequest, _ context: inout LogContext) throws(Problem) -> HTTPResponse {
+        switch route {
+        case "challenge":
+            let fields = try jsonFields(request, required: ["client_id"])
+            context.clientID = fields["client_id"]
+            let issued = try serviceCall { () throws(ServiceError) in
+                try service.issueChallenge(clientID: fields["client_id"] ?? "", from: request.remoteAddress)
+            }
+            struct Body: Encodable {
+                let challenge: String
+                let expires_in: Int64
+            }
+            return JSONBody.response(Body(challenge: issued.challenge, expires_in: issued.expiresIn))
+        case "attest":
+            let fields = try jsonFields(request, required: ["client_id", "key_id", "attestation", "challenge"])
+            context.clientID = fields["client_id"]
+            let attest = AttestRequest(
+                clientID: fields["client_id"] ?? "", keyID: fields["key_id"] ?? "", attestation: fields["attestation"] ?? "",
+                challenge: fields["challenge"] ?? "")
+            let token = try verified("attestation") { () throws(ServiceError) in try service.attest(attest, from: request.remoteAddress) }
+            return tokenResponse(token)
+        case "token":
+            let fields = try jsonFields(request, required: ["client_id", "key_id", "assertion", "challenge"])
+            context.clientID = fields["client_id"]
+            let refresh = RefreshRequest(
+                clientID: fields["client_id"] ?? "", keyID: fields["key_id"] ?? "", assertion: fields["assertion"] ?? "",
+                challenge: fields["challenge"] ?? "")
+            let token = try verified("assertion") { () throws(ServiceError) in try service.refresh(refresh, from: request.remoteAddress) }
+            return tokenResponse(token)
+        case "introspect":
+            return try introspect(request, &context)
+        case "authorize":
+            return try authorize(request, &context)
+        case "healthz":
+            struct Health: Encodable {
+                let status = "ok"
+                let trust_anchor: String
+                let version: String
+            }
+            return JSONBody.response(
+                Health(trust_anchor: settings.trustsAppleRoot ? "apple" : "custom (test only)", version: settings.version))
+        default:
+            let text = metrics.render(gauges: gauges())
+            return HTTPResponse(
+                status: 200, headers: [HTTPHeader(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")],
+                body: Array(text.utf8))
+        }
+    }
+
+    private func tokenResponse(_ token: IssuedToken) -> HTTPResponse {
+        metrics.recordTokenMinted()
+        struct Body: Encodable {
+            let access_token: String
+            let token_type = "Bearer"
+            let expires_in: Int64
+            let scope: String
+            let workspace_id: String
+        }
+        return JSONBody.response(
+            Body(access_token: token.accessToken, expires_in: token.expiresIn, scope: token.scope, workspace_id: token.workspaceID))
+    }
+
+    /// Runs a verification, recording its outcome in the metrics.
+    private func verified(_ kind: String, _ body: () throws(ServiceError) -> IssuedToken) throws(Problem) -> IssuedToken {
+        do {
+            let token = try body()
+            metrics.recordOutcome(kind: kind, code: "ok")
+            return token
+        } catch {
+            if [.attestationRejected, .assertionRejected, .malformedRequest].contains(error.code) {
+                metrics.recordOutcome(kind: kind, code: error.reason)
+            }
+            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": error.detail]) }
+            throw Problem(error)
+        }
+    }
+
+    private func serviceCall<T>(_ body: () throws(ServiceError) -> T) throws(Problem) -> T {
+        do {
+            return try body()
+        } catch {
+            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": error.detail]) }
+            throw Problem(error)
+        }
+    }
+
+    /// The JSON object of a request, after the media type, shape and required-field checks.
+    private func jsonFields(_ request: HTTPRequest, required: [String]) throws(Problem) -> [String: String] {
+        let contentType = request.header("Content-Type")?.split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard contentType == "application/json" else {
+            throw Problem(
+                status: 415, code: "unsupported_media_type", reason: "content_type", detail: "send Content-Type: application/json")
+        }
+        let fields: [String: String]
+        do {
+            fields = try FlatJSON.parse(request.body)
+        } catch .duplicateKey {
+            throw Problem.malformed("json_duplicate_key", "a JSON key appears twice")
+        } catch {
+            throw Problem.malformed("json", "the body must be one JSON object of string values")
+        }
+        for name in required where fields[name] == nil {
+            throw Problem.malformed("missing_\(name)", "\(name) is required")
+        }
+        return fields
+    }
+
+    /// RFC 7662 introspection, for callers holding the gateway secret.
+    private func introspect(_ request: HTTPRequest, _ context: inout LogContext) throws(Problem) -> HTTPResponse {
+        guard let secret = settings.gatewaySecret, let presented = Self.bearer(request),
+            ConstantTime.equals(Array(presented.utf8), Array(secret.utf8))
+        else {
+            throw Problem(
+                status: 401, code: "unauthorized", reason: "gateway_secret", detail: "introspection needs the gateway credential",
+                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer realm=\"attestd-introspect\"")])
+        }
+        let contentType = request.header("Content-Type")?.split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard contentType == "application/x-www-form-urlencoded" else {
+            throw Problem(
+                status: 415, code: "unsupported_media_type", reason: "content_type",
+                detail: "send Content-Type: application/x-www-form-urlencoded")
+        }
+        guard let form = FormBody.parse(request.body), let token = form["token"] else {
+            throw Problem.malformed("missing_token", "the form must carry token=...")
+        }
+        let active = try serviceCall { () throws(ServiceError) in try service.introspect(token) }
+        guard let active else {
+            context.outcome = "inactive"
+            return JSONBody.response(["active": false])
+        }
+        context.clientID = active.clientID
+        struct Body: Encodable {
+            let active = true
+            let scope: String
+            let client_id: String
+            let workspace_id: String
+            let iat: Int64
+            let exp: Int64
+            let token_type = "Bearer"
+        }
+        return JSONBody.response(
+            Body(
+                scope: active.scope, client_id: active.clientID, workspace_id: active.workspaceID, iat: active.issuedAt,
+                exp: active.expiresAt))
+    }
+
+    /// Forward-auth (nginx `auth_request`, Envoy `ext_authz`): 200 with the workspace, or 401.
+    private func authorize(_ request: HTTPRequest, _ context: inout LogContext) throws(Problem) -> HTTPResponse {
+        let challenge = HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")
+        let invalid = Problem(
+            status: 401, code: "invalid_token", reason: "invalid_token", detail: "the access token is not valid", headers: [challenge])
+        guard let token = Self.bearer(request) else {
+            context.outcome = "missing_token"
+            throw Problem(
+                status: 401, code: "invalid_token", reason: "missing_token", detail: "send Authorization: Bearer <access token>",
+                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer")])
+        }
+        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else { throw invalid }
+        context.clientID = active.clientID
+        return HTTPResponse(
+            status: 200,
+            headers: [
+                HTTPHeader(name: "X-Workspace-Id", value: active.workspaceID), HTTPHeader(name: "X-Client-Id", value: active.clientID),
+                HTTPHeader(name: "X-Token-Scope", value: active.scope), HTTPHeader(name: "Cache-Control", value: "no-store"),
+            ])
+    }
+
+    /// The credential of exactly one `Authorization: Bearer <credential>` header.
+    static func bearer(_ request: HTTPRequest) -> String? {
+        let values = request.headerValues("Authorization")
+        guard values.count == 1, let value = values.first, value.utf8.count <= 512 else { return nil }
+        let parts = value.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else { return nil }
+        return String(parts[1])
+    }
+}
+
+/// Request IDs: a per-process random prefix and a counter (unique, cheap, and not secret).
+final class RequestCounter: Sendable {
+    private let prefix: String
+    private let counter = Atomic<UInt64>(0)
+
+    init() {
+        prefix = ((try? SecureRandom.bytes(4)) ?? [0, 0, 0, 0]).map { String($0, radix: 16) }.joined()
+    }
+
+    func next() -> String {
+        "\(prefix)-\(counter.wrappingAdd(1, ordering: .relaxed).newValue)"
+    }
+}

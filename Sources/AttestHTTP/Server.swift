@@ -1,0 +1,106 @@
+import AttestCore
+package import AttestHTTPServer
+package import AttestService
+package import AttestStorage
+import Foundation
+
+/// A running attestd: store, verifier, service and HTTP server wired from a configuration.
+package final class Server: Sendable {
+    package let http: HTTPServer
+    package let store: SQLiteTokenStore
+    package let api: AttestAPI
+    let logger: Logger
+
+    /// Why the server refused to start (exit 1 with the message).
+    package struct StartupError: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// Opens everything and starts listening. Refuses to start on a corrupt or newer database, an
+    /// unreadable secret or anchor, or an address that cannot be bound.
+    package init(
+        configuration: ServerConfiguration, version: String, logger: Logger, clock: any Clock = SystemClock()
+    ) throws(StartupError) {
+        self.logger = logger
+        do {
+            store = try SQLiteTokenStore(path: configuration.databasePath, migrateAt: clock.now())
+        } catch {
+            throw StartupError(description: "cannot open database \(configuration.databasePath): \(error)")
+        }
+        let anchor: TrustAnchor
+        do {
+            if let file = configuration.trustAnchorFile {
+                anchor = try TrustAnchor.custom(pem: String(contentsOfFile: file, encoding: .utf8))
+                logger.log(
+                    "warning", "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
+                    ["trust_anchor.file": file, "trust_anchor.is_apple": anchor.isAppleRoot])
+            } else {
+                anchor = try TrustAnchor.appleAppAttestationRoot()
+            }
+        } catch {
+            throw StartupError(description: "cannot load the trust anchor: \(error)")
+        }
+        var secret: String?
+        if let file = configuration.gatewaySecretFile {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw StartupError(description: "cannot read the gateway secret file \(file)")
+            }
+            secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard let secret, secret.utf8.count >= 16 else {
+                throw StartupError(description: "the gateway secret in \(file) must be at least 16 characters")
+            }
+        } else {
+            logger.log("warning", "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
+        }
+        var policy = ServicePolicy()
+        policy.attestPerIntegration = configuration.attestPerIntegration
+        policy.challengePerIntegration = configuration.challengePerIntegration
+        policy.perAddress = configuration.perAddress
+        let verifier: AttestationVerifier
+        do {
+            verifier = try AttestationVerifier(anchor: anchor)
+        } catch {
+            throw StartupError(description: "cannot build the verifier: \(error)")
+        }
+        let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy)
+        let store = store
+        api = AttestAPI(
+            service: service,
+            settings: AttestAPI.Settings(gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version),
+            logger: logger,
+            gauges: {
+                let counts = (try? store.activeCounts()) ?? (0, 0)
+                return [
+                    ("attestd_active_integrations", "Integrations not revoked.", counts.0),
+                    ("attestd_active_devices", "Device keys not blocked.", counts.1),
+                    ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
+                ]
+            })
+        var httpConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
+        if let threads = configuration.threads { httpConfiguration.threads = threads }
+        do {
+            http = try HTTPServer(configuration: httpConfiguration, responder: api)
+        } catch {
+            throw StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+        logger.log(
+            "info", "listening",
+            ["listen.host": configuration.host, "listen.port": Int(http.port), "db": configuration.databasePath, "version": version])
+    }
+
+    /// Stops accepting, lets in-flight requests finish, and closes the listener.
+    package func stop() {
+        http.stop()
+        logger.log("info", "stopped")
+    }
+
+    /// Deletes expired tokens and challenges; logs failures.
+    package func purge(clock: any Clock = SystemClock()) {
+        do {
+            let removed = try store.purgeExpired(at: clock.now())
+            if removed > 0 { logger.log("info", "purged expired rows", ["rows": removed]) }
+        } catch {
+            logger.log("error", "purge failed", ["error": error.code.rawValue])
+        }
+    }
+}

@@ -1,0 +1,115 @@
+package import AttestService
+import Foundation
+
+/// attestd's settings, from flags with `ATTESTD_*` environment fallbacks (flags win).
+package struct ServerConfiguration: Sendable, Equatable {
+    package var host = "127.0.0.1"
+    package var port: UInt16 = 8080
+    package var databasePath = "attestd.sqlite"
+    package var gatewaySecretFile: String?
+    package var trustAnchorFile: String?
+    package var threads: Int?
+    package var attestPerIntegration = ServicePolicy().attestPerIntegration
+    package var challengePerIntegration = ServicePolicy().challengePerIntegration
+    package var perAddress = ServicePolicy().perAddress
+
+    /// A usage error: printed with the usage text; exit 64.
+    package struct UsageError: Error, Equatable {
+        package let message: String
+    }
+
+    /// Flags, their environment variables and help, in one table (help is generated from it).
+    static let options: [(flag: String, environment: String, value: String, help: String)] = [
+        ("--listen", "ATTESTD_LISTEN", "HOST:PORT", "address to serve on (default 127.0.0.1:8080; port 0 picks a free port)"),
+        ("--db", "ATTESTD_DB", "PATH", "SQLite database file, created if missing (default ./attestd.sqlite)"),
+        (
+            "--gateway-secret-file", "ATTESTD_GATEWAY_SECRET_FILE", "FILE",
+            "credential /v1/introspect callers present (without it introspection answers 401)"
+        ),
+        ("--trust-anchor", "ATTESTD_TRUST_ANCHOR", "PEM", "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"),
+        ("--threads", "ATTESTD_THREADS", "N", "HTTP worker threads (default: number of cores)"),
+        (
+            "--attest-rate", "ATTESTD_ATTEST_RATE", "PER_SECOND",
+            "new keys per second per integration (default 100, burst 2x; 0 = unlimited)"
+        ),
+        (
+            "--challenge-rate", "ATTESTD_CHALLENGE_RATE", "PER_SECOND",
+            "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)"
+        ),
+        (
+            "--address-rate", "ATTESTD_ADDRESS_RATE", "PER_SECOND",
+            "challenges and attestations per second per client address (default 20, burst 2x; 0 = unlimited)"
+        ),
+    ]
+
+    /// Help text generated from the options table.
+    package static var usage: String {
+        var lines = [
+            "usage: attestd [options]", "", "Serves the attestd HTTP API (docs/API.md).", "",
+            "options (each also settable by its environment variable):",
+        ]
+        for option in options {
+            lines.append("  \(option.flag) \(option.value)")
+            lines.append("      \(option.help) [\(option.environment)]")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Parses `arguments` (without the program name) over `environment`.
+    package static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> ServerConfiguration {
+        var values: [String: String] = [:]
+        for option in options {
+            if let value = environment[option.environment] { values[option.flag] = value }
+        }
+        var index = 0
+        var seen: Set<String> = []
+        while index < arguments.count {
+            var flag = arguments[index]
+            var value: String?
+            if let equals = flag.firstIndex(of: "=") {
+                value = String(flag[flag.index(after: equals)...])
+                flag = String(flag[..<equals])
+            }
+            guard options.contains(where: { $0.flag == flag }) else { throw UsageError(message: "unknown option '\(flag)'") }
+            guard seen.insert(flag).inserted else { throw UsageError(message: "\(flag) is given twice") }
+            if value == nil {
+                index += 1
+                guard index < arguments.count else { throw UsageError(message: "\(flag) needs a value") }
+                value = arguments[index]
+            }
+            values[flag] = value
+            index += 1
+        }
+        var configuration = ServerConfiguration()
+        if let listen = values["--listen"] {
+            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
+                throw UsageError(message: "--listen takes HOST:PORT, not '\(listen)'")
+            }
+            var host = String(listen[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty else { throw UsageError(message: "--listen needs a host") }
+            configuration.host = host
+            configuration.port = port
+        }
+        if let path = values["--db"] {
+            guard !path.isEmpty else { throw UsageError(message: "--db needs a path") }
+            configuration.databasePath = path
+        }
+        configuration.gatewaySecretFile = values["--gateway-secret-file"]
+        configuration.trustAnchorFile = values["--trust-anchor"]
+        if let threads = values["--threads"] {
+            guard let count = Int(threads), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }
+            configuration.threads = count
+        }
+        for (flag, keyPath) in [
+            ("--attest-rate", \ServerConfiguration.attestPerIntegration), ("--challenge-rate", \.challengePerIntegration),
+            ("--address-rate", \.perAddress),
+        ] {
+            if let text = values[flag] {
+                guard let rate = Double(text), rate >= 0, rate.isFinite else { throw UsageError(message: "\(flag) takes a number >= 0") }
+                configuration[keyPath: keyPath] = rate == 0 ? .unlimited : RateLimit(perSecond: rate, burst: rate * 2)
+            }
+        }
+        return configuration
+    }
+}

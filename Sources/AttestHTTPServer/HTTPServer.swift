@@ -1,0 +1,105 @@
+internal import CMicroHTTPD
+internal import Glibc
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd's thread pool; it owns the `MHD_Daemon` and stops it on deinit.
+///
+/// Each of `Configuration.threads` workers runs its own epoll loop and calls the responder
+/// synchronously, so the responder is called concurrently and should not block for long.
+package final class HTTPServer: Sendable {
+    /// The port the listen socket is bound to, also when the configuration asked for port 0.
+    package let port: UInt16
+    let context: ServerContext
+    /// The running daemon, nil once stopped; the lock also makes a concurrent `stop()` wait for the first.
+    private let daemon: Mutex<OpaquePointer?>
+    /// How long `stop()` waits for in-flight requests before closing them anyway.
+    private let drainLimit: Duration
+
+    /// Binds, starts the worker threads and begins answering with `responder`.
+    package init(configuration: Configuration, responder: any HTTPResponder) throws(HTTPServerError) {
+        let address = try configuration.validated()
+        guard MHD_is_feature_supported(.FEATURE_EPOLL) == .YES else {
+            throw .startFailed("this libmicrohttpd was built without epoll support")
+        }
+        if address.isIPv6 && MHD_is_feature_supported(.feature_IPv6) != .YES {
+            throw .startFailed("this libmicrohttpd was built without IPv6 support")
+        }
+        let context = ServerContext(responder: responder, maximumBodyBytes: configuration.maximumBodyBytes)
+        // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal polling threads.
+        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+        if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+
+        let (started, startErrno): (OpaquePointer?, Int32) = address.withSockaddrPointer { socketAddress in
+            var options = [
+                MHD_OptionItem(option: .SOCK_ADDR, value: 0, ptr_value: socketAddress),
+                MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil),
+                MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(configuration.connectionLimit), ptr_value: nil),
+                MHD_OptionItem(
+                    option: .CONNECTION_TIMEOUT, value: Int(configuration.connectionTimeoutSeconds), ptr_value: nil),
+                MHD_OptionItem(
+                    option: .PER_IP_CONNECTION_LIMIT, value: Int(configuration.perAddressConnectionLimit), ptr_value: nil),
+                MHD_OptionItem(option: .END, value: 0, ptr_value: nil),
+            ]
+            errno = 0
+            let started = options.withUnsafeMutableBufferPointer { options in
+                CMicroHTTPD_start_daemon(
+                    flags, configuration.port, accessHandler, contextPointer, requestCompletedCallback, contextPointer,
+                    uriLogCallback, contextPointer, options.baseAddress)
+            }
+            return (started, errno)
+        }
+        guard let started else {
+            let detail = String(cString: strerror(startErrno))
+            switch startErrno {
+            case EADDRINUSE, EADDRNOTAVAIL, EACCES:
+                throw .bindFailed("cannot listen on \(configuration.host) port \(configuration.port): \(detail)")
+            default:
+                throw .startFailed("MHD_start_daemon failed for \(configuration.host) port \(configuration.port): \(detail)")
+            }
+        }
+        let boundPort = CMicroHTTPD_daemon_bind_port(started)
+        guard boundPort != 0 else {
+            MHD_stop_daemon(started)
+            throw .startFailed("MHD_DAEMON_INFO_BIND_PORT returned no port")
+        }
+        self.port = boundPort
+        self.context = context
+        self.daemon = Mutex(started)
+        let timeout = configuration.connectionTimeoutSeconds
+        self.drainLimit = .seconds(timeout == 0 ? 10 : Int(timeout))
+    }
+
+    deinit { stop() }
+
+    /// Requests begun and not yet finished (response sent, or abandoned); for tests and `stop()`.
+    var activeRequestCount: Int { context.activeRequests.load(ordering: .sequentiallyConsistent) }
+
+    /// Stops accepting connections, lets in-flight requests finish (for at most the connection timeout,
+    /// or 10 s when it is 0), then stops the worker threads and closes every connection.
+    ///
+    /// Idempotent and thread-safe: a second caller waits for the first to finish, then returns.
+    package func stop() {
+        daemon.withLock { daemon in
+            guard let handle = daemon else { return }
+            daemon = nil
+            context.isStopping.store(true, ordering: .sequentiallyConsistent)
+            let listenSocket = MHD_quiesce_daemon(handle)
+            if listenSocket != MHD_INVALID_SOCKET {
+                // MHD says not to close the socket until MHD_stop_daemon (a worker may still hold the
+                // descriptor), but shutting it down now makes new clients get a refusal instead of
+                // waiting in the backlog. A failure leaves them waiting until close(); nothing to undo.
+                _ = shutdown(listenSocket, Int32(SHUT_RDWR))
+            }
+            let deadline = ContinuousClock.now + drainLimit
+            while context.activeRequests.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
+            MHD_stop_daemon(handle)
+            if listenSocket != MHD_INVALID_SOCKET {
+                // The descriptor is ours now and nothing else uses it; a close error cannot be acted on.
+                _ = close(listenSocket)
+            }
+        }
+    }
+}

@@ -1,0 +1,161 @@
+internal import CMicroHTTPD
+import Synchronization
+
+// libmicrohttpd's callbacks, as plain top-level functions: they run on MHD's worker threads, so they
+// must not be closures that could inherit an actor's isolation. Each finds the server's state through
+// its `cls` pointer (an unretained `ServerContext`) and the request's through `req_cls`.
+
+/// MHD_OPTION_URI_LOG_CALLBACK: runs once per request, as soon as the request line is read, with the
+/// target before percent-decoding. Its return value becomes the request's initial `req_cls`.
+func uriLogCallback(
+    _ cls: UnsafeMutableRawPointer?, _ uri: UnsafePointer<CChar>?, _ connection: OpaquePointer?
+) -> UnsafeMutableRawPointer? {
+    guard let cls else { return nil }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    context.activeRequests.add(1, ordering: .sequentiallyConsistent)
+    let state = RequestState(target: uri.map { String(cString: $0) } ?? "")
+    return Unmanaged.passRetained(state).toOpaque()
+}
+
+/// MHD_OPTION_NOTIFY_COMPLETED: runs once per request when it ends for any reason (response sent,
+/// client gone, timeout, daemon stopped) and releases the request's state.
+func requestCompletedCallback(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ termination: MHD_RequestTerminationCode
+) {
+    guard let cls, let requestContext, let statePointer = requestContext.pointee else { return }
+    requestContext.pointee = nil
+    Unmanaged<RequestState>.fromOpaque(statePointer).release()
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    context.activeRequests.subtract(1, ordering: .sequentiallyConsistent)
+}
+
+/// The access handler. MHD calls it once when the headers are complete, once per piece of body
+/// (`*upload_data_size > 0`), and once more when the body is complete; the request is answered on
+/// that last call, because a response queued earlier makes MHD close the connection.
+func accessHandler(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+    _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
+    _ uploadDataSize: UnsafeMutablePointer<Int>?, _ requestContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let cls, let connection, let method, let uploadDataSize, let statePointer = requestContext?.pointee else {
+        // Every request gets its state from the URI log callback first; without it, drop the connection.
+        return .NO
+    }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(statePointer).takeUnretainedValue()
+
+    if !state.headersProcessed {
+        state.headersProcessed = true
+        state.headers = connectionHeaders(connection)
+        state.remoteAddress = CMicroHTTPD_connection_client_address(connection).map(SocketAddress.text(of:)) ?? ""
+        // Refuse an announced oversized body before reading any of it (and before MHD would send
+        // `100 Continue`): the body is never buffered, and closing stops the client from sending it.
+        if declaredBodyLengthExceeds(context.maximumBodyBytes, headers: state.headers) {
+            return queuePayloadTooLarge(on: connection)
+        }
+        return .YES
+    }
+
+    let pieceCount = uploadDataSize.pointee
+    if pieceCount > 0 {
+        guard let uploadData else { return .NO }
+        uploadDataSize.pointee = 0
+        // A chunked body can grow past the limit while it arrives. libmicrohttpd 0.9.75 refuses a
+        // response queued while an upload is in progress, so the body is dropped from here on (memory
+        // stays bounded) and 413 is answered once it ends; a body that keeps coming after
+        // `overflowDrainLimit` more bytes gets the connection closed without an answer.
+        if state.discardedBytes > 0 || state.body.count + pieceCount > context.maximumBodyBytes {
+            state.body = []
+            state.discardedBytes += pieceCount
+            return state.discardedBytes <= overflowDrainLimit ? .YES : .NO
+        }
+        UnsafeRawPointer(uploadData).withMemoryRebound(to: UInt8.self, capacity: pieceCount) { bytes in
+            state.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: pieceCount))
+        }
+        return .YES
+    }
+
+    if state.discardedBytes > 0 {
+        return queuePayloadTooLarge(on: connection)
+    }
+    let request = HTTPRequest(
+        method: String(cString: method), target: state.target, headers: state.headers, body: state.body,
+        remoteAddress: state.remoteAddress)
+    state.body = []
+    let response = context.responder.respond(to: request)
+    return queue(response, on: connection, forceClose: context.isStopping.load(ordering: .sequentiallyConsistent))
+}
+
+/// How many bytes of an oversized chunked body are read and dropped, after the limit is crossed, in the
+/// hope of answering 413 to a client that merely overshot; past it the connection is closed unanswered.
+let overflowDrainLimit = 65_536
+
+/// The request's header fields in the order received (MHD keeps them in arrival order).
+private func connectionHeaders(_ connection: OpaquePointer) -> [HTTPHeader] {
+    var headers: [HTTPHeader] = []
+    withUnsafeMutablePointer(to: &headers) { pointer in
+        _ = MHD_get_connection_values_n(connection, .HEADER_KIND, collectHeader, pointer)
+    }
+    return headers
+}
+
+/// MHD_KeyValueIteratorN for `connectionHeaders`: appends one field to the array behind `cls`.
+private func collectHeader(
+    _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?, _ keySize: Int,
+    _ value: UnsafePointer<CChar>?, _ valueSize: Int
+) -> MHD_Result {
+    guard let cls, let key else { return .NO }
+    let headers = cls.assumingMemoryBound(to: [HTTPHeader].self)
+    headers.pointee.append(HTTPHeader(name: decode(key, count: keySize), value: value.map { decode($0, count: valueSize) } ?? ""))
+    return .YES
+}
+
+/// Bytes as UTF-8, invalid sequences replaced (obs-text values are not worth a second string type).
+private func decode(_ pointer: UnsafePointer<CChar>, count: Int) -> String {
+    UnsafeRawPointer(pointer).withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+        String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+}
+
+/// Whether any `Content-Length` field announces more than `limit` bytes (MHD has already answered 400
+/// to a non-numeric one; a number too long for 64 bits counts as too large).
+private func declaredBodyLengthExceeds(_ limit: Int, headers: [HTTPHeader]) -> Bool {
+    headers.contains { header in
+        guard header.name.equalsHeaderName("Content-Length") else { return false }
+        guard let length = Int(header.value.trimmingASCIISpaces()) else { return true }
+        return length > limit
+    }
+}
+
+extension String {
+    fileprivate func trimmingASCIISpaces() -> Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[first...last]
+    }
+}
+
+/// 413 with `Connection: close`: after an early 413 MHD never reads the body, so the connection cannot be
+/// reused; after a dropped chunked body, closing is the cautious default towards a client that overshot.
+private func queuePayloadTooLarge(on connection: OpaquePointer) -> MHD_Result {
+    queue(HTTPResponse(status: 413), on: connection, forceClose: true)
+}
+
+/// Queues `response`; when MHD refuses it (a header or status MHD rejects) queues a bare 500 instead,
+/// and when even that fails tells MHD to drop the connection.
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer, forceClose: Bool) -> MHD_Result {
+    var headers = response.headers
+    if forceClose && !headers.contains(where: { $0.name.equalsHeaderName("Connection") && $0.value.equalsHeaderName("close") }) {
+        headers.append(HTTPHeader(name: "Connection", value: "close"))
+    }
+    if let built = MHDResponse(body: response.body), headers.allSatisfy(built.addHeader),
+        built.queue(status: response.status, on: connection)
+    {
+        return .YES
+    }
+    guard let fallback = MHDResponse(body: []), fallback.addHeader(HTTPHeader(name: "Connection", value: "close")),
+        fallback.queue(status: 500, on: connection)
+    else { return .NO }
+    return .YES
+}

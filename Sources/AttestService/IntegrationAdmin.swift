@@ -1,0 +1,91 @@
+package import AttestCore
+package import AttestStorage
+
+/// The administrator's use cases: create, list, show and (permanently) revoke integrations.
+package struct IntegrationAdmin: Sendable {
+    /// At most this many bundle IDs per integration.
+    package static let maximumBundleIDs = 32
+
+    let store: any TokenStore
+    let clock: any Clock
+    let random: any RandomSource
+
+    package init(store: any TokenStore, clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) {
+        self.store = store
+        self.clock = clock
+        self.random = random
+    }
+
+    /// Validates and stores a new integration with a fresh client ID. Nothing is normalised:
+    /// a lowercase team ID or a bundle ID with a trailing space is refused, not fixed.
+    package func create(
+        workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: Set<AppAttestEnvironment>
+    ) throws(ServiceError) -> IntegrationRecord {
+        guard Self.isValidIdentifier(workspaceID) else {
+            throw ServiceError(.invalidIntegration, reason: "workspace_id", "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
+        }
+        guard !name.isEmpty, name.count <= 200, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+            throw ServiceError(.invalidIntegration, reason: "name", "name must be 1 to 200 printable characters")
+        }
+        guard (1...Self.maximumBundleIDs).contains(bundleIDs.count) else {
+            throw ServiceError(
+                .invalidIntegration, reason: "bundle_id_count", "an integration has 1 to \(Self.maximumBundleIDs) bundle IDs")
+        }
+        guard Set(bundleIDs).count == bundleIDs.count else {
+            throw ServiceError(.invalidIntegration, reason: "bundle_id_duplicate", "a bundle ID is listed twice")
+        }
+        for bundleID in bundleIDs {
+            do {
+                _ = try AppID(teamID: teamID, bundleID: bundleID)
+            } catch {
+                let field = AppIDField.of(teamID: teamID)
+                throw ServiceError(.invalidIntegration, reason: field, error.reason)
+            }
+        }
+        guard !environments.isEmpty else {
+            throw ServiceError(.invalidIntegration, reason: "environment", "at least one environment is required")
+        }
+        let idBytes: [UInt8]
+        do {
+            idBytes = try random.bytes(16)
+        } catch {
+            throw ServiceError(.storageUnavailable, reason: "random", "the random source failed")
+        }
+        let record = IntegrationRecord(
+            clientID: "clid_" + Hex.encode(idBytes), workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
+            environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil)
+        try stored { () throws(StorageError) in try store.insertIntegration(record) }
+        return record
+    }
+
+    /// Revokes permanently; nil when the client ID is unknown. Idempotent.
+    package func revoke(clientID: String) throws(ServiceError) -> RevocationSummary? {
+        try stored { () throws(StorageError) in try store.revokeIntegration(clientID: clientID, at: clock.now()) }
+    }
+
+    /// All integrations.
+    package func list() throws(ServiceError) -> [IntegrationRecord] {
+        try stored { () throws(StorageError) in try store.integrations() }
+    }
+
+    /// One integration.
+    package func show(clientID: String) throws(ServiceError) -> IntegrationRecord? {
+        try stored { () throws(StorageError) in try store.integration(clientID: clientID) }
+    }
+
+    static func isValidIdentifier(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return (1...64).contains(bytes.count)
+            && bytes.allSatisfy {
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+            }
+    }
+}
+
+/// Which part of an App ID a validation failure is about.
+enum AppIDField {
+    static func of(teamID: String) -> String {
+        (try? AppID(teamID: teamID, bundleID: "a")) == nil ? "team_id" : "bundle_id"
+    }
+}

@@ -1,0 +1,53 @@
+import AttestHTTP
+import Dispatch
+import Foundation
+
+// Wiring only: configuration from flags and environment, the server, and the signals that stop it.
+
+let version = "0.1.0"
+let logger = Logger(sink: StandardErrorSink())
+let arguments = Array(CommandLine.arguments.dropFirst())
+
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(ServerConfiguration.usage, terminator: "")
+    exit(0)
+}
+
+let configuration: ServerConfiguration
+do {
+    configuration = try ServerConfiguration.parse(arguments, environment: ProcessInfo.processInfo.environment)
+} catch {
+    FileHandle.standardError.write(Data("attestd: \(error.message)\n\n\(ServerConfiguration.usage)".utf8))
+    exit(64)
+}
+
+let server: Server
+do {
+    server = try Server(configuration: configuration, version: version, logger: logger)
+} catch {
+    logger.log("error", "refusing to start", ["error": error.description])
+    exit(1)
+}
+
+// SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0.
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+let signals = [SIGTERM, SIGINT].map { number in
+    let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+    source.setEventHandler {
+        logger.log("info", "signal received, draining", ["signal": Int(number)])
+        server.stop()
+        exit(0)
+    }
+    source.resume()
+    return source
+}
+
+// Expired challenges and tokens are purged once a minute.
+let purgeTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+purgeTimer.schedule(deadline: .now() + 60, repeating: 60)
+purgeTimer.setEventHandler { server.purge() }
+purgeTimer.resume()
+server.purge()
+
+withExtendedLifetime((signals, purgeTimer)) { dispatchMain() }

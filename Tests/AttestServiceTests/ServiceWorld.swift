@@ -1,0 +1,82 @@
+import AttestCore
+import AttestCrypto
+import AttestService
+import AttestStorage
+import AttestTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// A clock the test moves by hand.
+final class TestClock: Clock {
+    let seconds: Atomic<Int64>
+    init(_ start: Int64) { seconds = Atomic(start) }
+    func now() -> Int64 { seconds.load(ordering: .relaxed) }
+    func advance(_ delta: Int64) { seconds.add(delta, ordering: .relaxed) }
+}
+
+/// A temporary database, a synthetic PKI trusted as the anchor, an integration and a device.
+struct ServiceWorld {
+    static let start: Int64 = 1_800_000_000
+    let directory: URL
+    let store: SQLiteTokenStore
+    let clock: TestClock
+    let pki: SyntheticPKI
+    let service: TokenService
+    let admin: IntegrationAdmin
+    let integration: IntegrationRecord
+    let appID: AppID
+
+    init(policy: ServicePolicy = ServicePolicy(), environments: Set<AppAttestEnvironment> = [.production, .development]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-service-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        clock = TestClock(Self.start)
+        store = try SQLiteTokenStore(path: directory.appendingPathComponent("attestd.sqlite").path, migrateAt: Self.start)
+        pki = try SyntheticPKI(validAround: Self.start)
+        service = TokenService(
+            store: store, verifier: try AttestationVerifier(anchor: pki.anchor), clock: clock, policy: policy)
+        admin = IntegrationAdmin(store: store, clock: clock)
+        integration = try admin.create(
+            workspaceID: "ws_test", name: "Test app", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"],
+            environments: environments)
+        appID = try AppID(teamID: "ABCDE12345", bundleID: "com.example.messages")
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+
+    func challenge() throws -> (text: String, bytes: [UInt8]) {
+        let issued = try service.issueChallenge(clientID: integration.clientID, from: "127.0.0.1")
+        return (issued.challenge, try #require(Encoding.base64URL(issued.challenge)))
+    }
+
+    /// A complete, valid attest request for `device`, with a fresh challenge.
+    func attestRequest(_ device: SyntheticDevice, environment: AppAttestEnvironment = .production) throws -> AttestRequest {
+        let (text, bytes) = try challenge()
+        let parts = device.attestationParts(appID: appID, environment: environment, clientDataHash: Digest.sha256(bytes), time: clock.now())
+        let object = try device.attestationObject(parts, pki: pki)
+        return AttestRequest(
+            clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
+            attestation: Data(object).base64EncodedString(), challenge: text)
+    }
+
+    /// A complete, valid refresh request (next counter), with a fresh challenge.
+    func refreshRequest(_ device: inout SyntheticDevice, counter: UInt32? = nil) throws -> RefreshRequest {
+        let (text, bytes) = try challenge()
+        let object = try device.assertion(clientData: bytes, appID: appID, counter: counter)
+        return RefreshRequest(
+            clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
+            assertion: Data(object).base64EncodedString(), challenge: text)
+    }
+}
+
+/// Unwraps a `Result`'s failure as a `ServiceError` for `#expect`.
+func serviceError(_ body: () throws -> some Any) -> ServiceError? {
+    do {
+        _ = try body()
+        return nil
+    } catch let error as ServiceError {
+        return error
+    } catch {
+        return nil
+    }
+}
