@@ -13,6 +13,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var challengePerIntegration = ServicePolicy().challengePerIntegration
     package var perAddress = ServicePolicy().perAddress
 
+    /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
+    package init() {}
+
     /// A usage error: printed with the usage text; exit 64.
     package struct UsageError: Error, Equatable {
         package let message: String

@@ -1,0 +1,132 @@
+import AttestCore
+import AttestCrypto
+import AttestHTTP
+import AttestService
+import AttestStorage
+import AttestTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// Log lines kept in memory so tests can search them.
+final class MemorySink: LogSink {
+    let lines = Mutex<[String]>([])
+    func write(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: String { lines.withLock { $0.joined(separator: "\n") } }
+}
+
+/// A real attestd on 127.0.0.1 port 0 with a temporary database, a synthetic trust anchor and a
+/// gateway secret; plus an integration created through the admin use case.
+final class HTTPWorld {
+    let directory: URL
+    let server: Server
+    let sink = MemorySink()
+    let pki: SyntheticPKI
+    let admin: IntegrationAdmin
+    let integration: IntegrationRecord
+    let appID: AppID
+    let gatewaySecret = "gateway-secret-for-tests-0123456789"
+
+    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-http-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        pki = try SyntheticPKI(validAround: Int64(Date().timeIntervalSince1970))
+        let anchorFile = directory.appendingPathComponent("anchor.pem")
+        try pki.root.pem.write(to: anchorFile, atomically: true, encoding: .utf8)
+        let secretFile = directory.appendingPathComponent("gateway.secret")
+        try (gatewaySecret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.databasePath = directory.appendingPathComponent("attestd.sqlite").path
+        configuration.trustAnchorFile = anchorFile.path
+        configuration.gatewaySecretFile = secretFile.path
+        configuration.perAddress = .unlimited
+        configuration.challengePerIntegration = .unlimited
+        configure(&configuration)
+        server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink))
+        // A second connection to the same file, as attestctl in another process would have.
+        let adminStore = try SQLiteTokenStore(path: configuration.databasePath, readerCount: 1, migrateAt: 0)
+        admin = IntegrationAdmin(store: adminStore)
+        integration = try admin.create(
+            workspaceID: "ws_http", name: "HTTP test", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"],
+            environments: [.production, .development])
+        appID = try AppID(teamID: "ABCDE12345", bundleID: "com.example.messages")
+    }
+
+    deinit {
+        server.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    func client() throws -> RawHTTPClient { try RawHTTPClient(port: server.http.port) }
+
+    func json(_ response: RawHTTPResponse) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
+    }
+
+    /// POST /v1/challenge; returns the challenge text and its raw bytes.
+    func challenge(_ client: RawHTTPClient, clientID: String? = nil) throws -> (text: String, bytes: [UInt8]) {
+        let response = try client.postJSON("/v1/challenge", #"{"client_id": "\#(clientID ?? integration.clientID)"}"#)
+        #expect(response.status == 200)
+        let text = try #require(json(response)["challenge"] as? String)
+        return (text, try #require(Encoding.base64URL(text)))
+    }
+
+    /// The JSON body of a valid /v1/attest request for `device`.
+    func attestBody(_ client: RawHTTPClient, device: SyntheticDevice, mutate: (inout AttestationParts) -> Void = { _ in }) throws -> String
+    {
+        let (text, bytes) = try challenge(client)
+        var parts = device.attestationParts(
+            appID: appID, environment: .production, clientDataHash: Digest.sha256(bytes), time: Int64(Date().timeIntervalSince1970))
+        mutate(&parts)
+        let object = try device.attestationObject(parts, pki: pki)
+        return
+            #"{"client_id":"\#(integration.clientID)","key_id":"\#(Data(device.keyID).base64EncodedString())","attestation":"\#(Data(object).base64EncodedString())","challenge":"\#(text)"}"#
+    }
+
+    /// The JSON body of a valid /v1/token request (next counter unless given).
+    func refreshBody(_ client: RawHTTPClient, device: inout SyntheticDevice, counter: UInt32? = nil) throws -> String {
+        let (text, bytes) = try challenge(client)
+        let object = try device.assertion(clientData: bytes, appID: appID, counter: counter)
+        return
+            #"{"client_id":"\#(integration.clientID)","key_id":"\#(Data(device.keyID).base64EncodedString())","assertion":"\#(Data(object).base64EncodedString())","challenge":"\#(text)"}"#
+    }
+
+    /// Attests `device` and returns its first access token.
+    func attest(_ client: RawHTTPClient, device: SyntheticDevice) throws -> String {
+        let response = try client.postJSON("/v1/attest", try attestBody(client, device: device))
+        #expect(response.status == 200, "\(response.text)")
+        return try #require(json(response)["access_token"] as? String)
+    }
+
+    func authorize(_ client: RawHTTPClient, token: String) throws -> RawHTTPResponse {
+        try client.request("GET", "/v1/authorize", headers: [("Authorization", "Bearer \(token)")])
+    }
+
+    func introspect(_ client: RawHTTPClient, token: String, secret: String? = nil) throws -> RawHTTPResponse {
+        try client.request(
+            "POST", "/v1/introspect",
+            headers: [("Authorization", "Bearer \(secret ?? gatewaySecret)"), ("Content-Type", "application/x-www-form-urlencoded")],
+            body: Array("token=\(token)".utf8))
+    }
+}
+
+/// Runs `body` on `count` threads released together, and collects the results.
+func simultaneously<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) -> T) -> [T] {
+    let results = Mutex<[T]>([])
+    let start = DispatchSemaphore(value: 0)
+    let group = DispatchGroup()
+    for index in 0..<count {
+        group.enter()
+        let thread = Thread {
+            start.wait()
+            let value = body(index)
+            results.withLock { $0.append(value) }
+            group.leave()
+        }
+        thread.start()
+    }
+    for _ in 0..<count { start.signal() }
+    group.wait()
+    return results.withLock { $0 }
+}
