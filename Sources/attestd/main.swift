@@ -29,7 +29,13 @@ do {
     exit(1)
 }
 
-// SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0.
+// SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0. A parent may have
+// started us with them blocked (the mask is inherited), so unblock them first.
+var stopSignals = sigset_t()
+sigemptyset(&stopSignals)
+sigaddset(&stopSignals, SIGTERM)
+sigaddset(&stopSignals, SIGINT)
+pthread_sigmask(SIG_UNBLOCK, &stopSignals, nil)
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
 let signals = [SIGTERM, SIGINT].map { number in

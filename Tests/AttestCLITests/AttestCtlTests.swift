@@ -11,11 +11,18 @@ final class Console: Sendable {
     let files: [String: [UInt8]]
     let stdin: [UInt8]
     let now: Int64
+    let environment: [String: String]
+    let lines: Mutex<[String]>
 
-    init(files: [String: [UInt8]] = [:], stdin: [UInt8] = [], now: Int64 = 1_800_000_000) {
+    init(
+        files: [String: [UInt8]] = [:], stdin: [UInt8] = [], now: Int64 = 1_800_000_000, environment: [String: String] = [:],
+        lines: [String] = []
+    ) {
         self.files = files
         self.stdin = stdin
         self.now = now
+        self.environment = environment
+        self.lines = Mutex(lines)
     }
 
     var io: ToolIO {
@@ -26,7 +33,8 @@ final class Console: Sendable {
             },
             readStandardInput: { [stdin] in stdin }, now: { [now] in now },
             standardOutput: { text in self.out.withLock { $0 += text } },
-            standardError: { text in self.err.withLock { $0 += text } })
+            standardError: { text in self.err.withLock { $0 += text } }, environment: environment,
+            readLine: { self.lines.withLock { $0.isEmpty ? nil : $0.removeFirst() } })
     }
 
     func run(_ arguments: [String]) -> Int32 { AttestCtl(io: io).run(arguments) }

@@ -1,0 +1,99 @@
+import AttestCLI
+import AttestService
+import AttestStorage
+import AttestTesting
+import Foundation
+import Testing
+
+@Suite("attestctl integration")
+struct IntegrationCommandTests {
+    let directory: URL
+    let database: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestctl-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        database = directory.appendingPathComponent("attestd.sqlite").path
+    }
+
+    func create(_ console: Console, extra: [String] = []) -> Int32 {
+        console.run(
+            [
+                "integration", "create", "--db", database, "--workspace", "ws1", "--name", "Demo", "--team-id", "ABCDE12345",
+                "--bundle-id", "com.example.a", "--bundle-id", "com.example.b",
+            ] + extra)
+    }
+
+    @Test("create prints the new client ID; list and show find it")
+    func createListShow() throws {
+        let console = Console()
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(clientID.hasPrefix("clid_"))
+        let list = Console()
+        #expect(list.run(["integration", "list", "--db", database]) == 0)
+        #expect(list.out.withLock { $0.contains(clientID) && $0.contains("active") })
+        let show = Console()
+        #expect(show.run(["integration", "show", clientID, "--db", database, "--json"]) == 0)
+        #expect(show.json["bundle_ids"] as? [String] == ["com.example.a", "com.example.b"])
+        #expect(show.json["environments"] as? [String] == ["development", "production"])
+        #expect(show.json["team_id"] as? String == "ABCDE12345")
+    }
+
+    @Test("uses ATTESTD_DB when --db is not given")
+    func environmentDatabase() throws {
+        let console = Console(environment: ["ATTESTD_DB": database])
+        #expect(
+            console.run(["integration", "create", "--workspace", "w", "--name", "n", "--team-id", "ABCDE12345", "--bundle-id", "a.b"]) == 0)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        #expect(try store.integrations().count == 1)
+    }
+
+    @Test(
+        "refuses invalid team and bundle IDs with exit 64 and a clear message",
+        arguments: [
+            ["--team-id", "abcde12345", "--bundle-id", "com.example.a"], ["--team-id", "ABCDE12345", "--bundle-id", "com.example.a "],
+            ["--team-id", "ABCDE12345", "--bundle-id", "com.example.a", "--environment", "staging"], ["--team-id", "ABCDE12345"],
+        ])
+    func invalid(_ arguments: [String]) {
+        let console = Console()
+        #expect(console.run(["integration", "create", "--db", database, "--workspace", "ws", "--name", "n"] + arguments) == 64)
+        #expect(console.err.withLock { $0.contains("usage: attestctl integration create") })
+    }
+
+    @Test("revoke asks for confirmation, is idempotent and reports what it cut off")
+    func revoke() throws {
+        let console = Console()
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let declined = Console(lines: ["no"])
+        #expect(declined.run(["integration", "revoke", clientID, "--db", database]) == 1)
+        #expect(declined.err.withLock { $0.contains("not revoked") })
+        let confirmed = Console(lines: ["yes"])
+        #expect(confirmed.run(["integration", "revoke", clientID, "--db", database]) == 0)
+        #expect(confirmed.out.withLock { $0.contains("0 tokens revoked, 0 devices blocked") })
+        let again = Console()
+        #expect(again.run(["integration", "revoke", clientID, "--db", database, "--yes", "--json"]) == 0)
+        #expect(again.json["already_revoked"] as? Bool == true)
+        let unknown = Console()
+        #expect(unknown.run(["integration", "revoke", "clid_unknown", "--db", database, "--yes"]) == 1)
+    }
+
+    @Test("revoke with the real binary while a server connection holds the same database")
+    func concurrentUse() throws {
+        let console = Console()
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        // The server's store stays open (WAL, its own connections) while attestctl revokes.
+        let serverStore = try SQLiteTokenStore(path: database, migrateAt: 0)
+        #expect(try serverStore.integration(clientID: clientID)?.status == .active)
+        let process = Process()
+        process.executableURL = AttestCtlBinaryTests.binary
+        process.arguments = ["integration", "revoke", clientID, "--db", database, "--yes"]
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(try serverStore.integration(clientID: clientID)?.status == .revoked)
+    }
+}

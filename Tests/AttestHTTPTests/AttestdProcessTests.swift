@@ -1,0 +1,124 @@
+import AttestStorage
+import AttestTesting
+import Foundation
+import Testing
+
+/// The real `attestd` binary (`swift test` builds the executables beside the test bundle).
+final class AttestdProcess {
+    static let binary = Bundle.main.bundleURL.appendingPathComponent("attestd")
+    let process = Process()
+    let errors = Pipe()
+    let directory: URL
+
+    init(arguments: [String], directory: URL) throws {
+        self.directory = directory
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// Waits for the process to exit (at most `seconds`) and returns its status and stderr.
+    func finish(within seconds: Double = 10) -> (status: Int32, log: String) {
+        let exited = DispatchSemaphore(value: 0)
+        let process = process
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        if exited.wait(timeout: .now() + seconds) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            exited.wait()
+        }
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (process.terminationStatus, log)
+    }
+
+    /// The port from the "listening" log line (reads stderr until it appears).
+    func listeningPort() -> UInt16? {
+        var seen = ""
+        let handle = errors.fileHandleForReading
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline {
+            let chunk = handle.availableData
+            if chunk.isEmpty { return nil }
+            seen += String(decoding: chunk, as: UTF8.self)
+            if let range = seen.range(of: #""listen.port":"#) {
+                return UInt16(seen[range.upperBound...].prefix { $0.isNumber })
+            }
+        }
+        return nil
+    }
+}
+
+func temporaryDirectory() throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-proc-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+@Suite("attestd, the real binary")
+struct AttestdProcessTests {
+    @Test("starts with no setup on port 0, serves, and exits 0 on SIGTERM")
+    func startAndStop() throws {
+        let directory = try temporaryDirectory()
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        let client = try RawHTTPClient(port: port)
+        #expect(try client.request("GET", "/healthz").status == 200)
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("attestd.sqlite").path))
+        attestd.process.terminate()  // SIGTERM
+        let (status, log) = attestd.finish()
+        #expect(status == 0)
+        #expect(log.contains("draining"))
+    }
+
+    @Test("exits 64 with usage on a bad flag and 0 on --help")
+    func usage() throws {
+        let directory = try temporaryDirectory()
+        let bad = try AttestdProcess(arguments: ["--listen", "nowhere"], directory: directory).finish()
+        #expect(bad.status == 64)
+        #expect(bad.log.contains("usage: attestd"))
+        #expect(try AttestdProcess(arguments: ["--help"], directory: directory).finish().status == 0)
+    }
+
+    @Test("refuses to start on a database with a migration it does not know")
+    func unknownMigration() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("attestd.sqlite").path
+        do {
+            let store = try SQLiteTokenStore(path: path, readerCount: 1, migrateAt: 0)
+            _ = store
+            let database = try SQLiteDatabase(path: path)
+            try database.immediateTransaction {
+                try database.execute("INSERT INTO schema_migrations (id, name, applied_at) VALUES (9999, 'from_the_future', 0)")
+            }
+        }
+        let (status, log) = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory).finish()
+        #expect(status == 1)
+        #expect(log.contains("refusing to start"))
+        #expect(log.contains("9999"))
+    }
+
+    @Test("refuses to start on a corrupt database file")
+    func corruptDatabase() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("attestd.sqlite")
+        try Data(repeating: 0x41, count: 8192).write(to: path)
+        let (status, log) = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory).finish()
+        #expect(status == 1)
+        #expect(log.contains("refusing to start"))
+    }
+
+    @Test("refuses to start with an unreadable trust anchor or gateway secret")
+    func unreadableFiles() throws {
+        let directory = try temporaryDirectory()
+        for arguments in [["--trust-anchor", "/nonexistent.pem"], ["--gateway-secret-file", "/nonexistent.secret"]] {
+            let (status, log) = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"] + arguments, directory: directory).finish()
+            #expect(status == 1)
+            #expect(log.contains("refusing to start"))
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import AttestHTTP
+import AttestService
+import Testing
+
+@Suite("attestd configuration: flags over ATTESTD_* environment")
+struct ServerConfigurationTests {
+    @Test("defaults to 127.0.0.1:8080 and ./attestd.sqlite")
+    func defaults() throws {
+        let configuration = try ServerConfiguration.parse([], environment: [:])
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.port == 8080)
+        #expect(configuration.databasePath == "attestd.sqlite")
+        #expect(configuration.gatewaySecretFile == nil)
+        #expect(configuration.trustAnchorFile == nil)
+    }
+
+    @Test("reads the environment, and flags win over it")
+    func precedence() throws {
+        let environment = [
+            "ATTESTD_LISTEN": "0.0.0.0:9000", "ATTESTD_DB": "/var/lib/attestd/db.sqlite", "ATTESTD_GATEWAY_SECRET_FILE": "/etc/s",
+        ]
+        let fromEnvironment = try ServerConfiguration.parse([], environment: environment)
+        #expect(fromEnvironment.host == "0.0.0.0")
+        #expect(fromEnvironment.port == 9000)
+        #expect(fromEnvironment.databasePath == "/var/lib/attestd/db.sqlite")
+        #expect(fromEnvironment.gatewaySecretFile == "/etc/s")
+        let flagged = try ServerConfiguration.parse(["--listen", "[::1]:0", "--db=x.sqlite"], environment: environment)
+        #expect(flagged.host == "::1")
+        #expect(flagged.port == 0)
+        #expect(flagged.databasePath == "x.sqlite")
+    }
+
+    @Test("sets rate limits with burst twice the rate, 0 meaning unlimited")
+    func rates() throws {
+        let configuration = try ServerConfiguration.parse(["--attest-rate", "50", "--address-rate", "0"], environment: [:])
+        #expect(configuration.attestPerIntegration == RateLimit(perSecond: 50, burst: 100))
+        #expect(configuration.perAddress == .unlimited)
+    }
+
+    @Test(
+        "refuses malformed flags",
+        arguments: [
+            ["--listen", "localhost"], ["--listen", "1.2.3.4:99999"], ["--bogus", "1"], ["--db"], ["--threads", "0"],
+            ["--attest-rate", "-1"],
+            ["--db", "a", "--db", "b"], ["positional"],
+        ])
+    func refuses(_ arguments: [String]) {
+        #expect(throws: ServerConfiguration.UsageError.self) { try ServerConfiguration.parse(arguments, environment: [:]) }
+    }
+
+    @Test("help lists every flag with its environment variable")
+    func help() {
+        for name in ["--listen", "ATTESTD_LISTEN", "--db", "ATTESTD_DB", "--gateway-secret-file", "--trust-anchor", "ATTESTD_TRUST_ANCHOR"]
+        {
+            #expect(ServerConfiguration.usage.contains(name))
+        }
+    }
+}
