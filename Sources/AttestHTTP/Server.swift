@@ -23,7 +23,8 @@ package final class Server: Sendable {
     ) throws(StartupError) {
         self.logger = logger
         do {
-            store = try SQLiteTokenStore(path: configuration.databasePath, migrateAt: clock.now())
+            store = try SQLiteTokenStore(
+                path: configuration.databasePath, busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
         } catch {
             throw StartupError(description: "cannot open database \(configuration.databasePath): \(error)")
         }

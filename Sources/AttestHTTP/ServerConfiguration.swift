@@ -9,6 +9,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var gatewaySecretFile: String?
     package var trustAnchorFile: String?
     package var threads: Int?
+    /// How long a request waits for another writer (attestctl, a backup) before answering 503.
+    package var busyTimeoutMilliseconds = 2000
     package var attestPerIntegration = ServicePolicy().attestPerIntegration
     package var challengePerIntegration = ServicePolicy().challengePerIntegration
     package var perAddress = ServicePolicy().perAddress
@@ -31,6 +33,10 @@ package struct ServerConfiguration: Sendable, Equatable {
         ),
         ("--trust-anchor", "ATTESTD_TRUST_ANCHOR", "PEM", "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"),
         ("--threads", "ATTESTD_THREADS", "N", "HTTP worker threads (default: number of cores)"),
+        (
+            "--busy-timeout-ms", "ATTESTD_BUSY_TIMEOUT_MS", "MS",
+            "wait this long for another database writer before answering 503 (default 2000)"
+        ),
         (
             "--attest-rate", "ATTESTD_ATTEST_RATE", "PER_SECOND",
             "new keys per second per integration (default 100, burst 2x; 0 = unlimited)"
@@ -103,6 +109,12 @@ package struct ServerConfiguration: Sendable, Equatable {
         if let threads = values["--threads"] {
             guard let count = Int(threads), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }
             configuration.threads = count
+        }
+        if let text = values["--busy-timeout-ms"] {
+            guard let milliseconds = Int(text), (0...60_000).contains(milliseconds) else {
+                throw UsageError(message: "--busy-timeout-ms takes 0 to 60000")
+            }
+            configuration.busyTimeoutMilliseconds = milliseconds
         }
         for (flag, keyPath) in [
             ("--attest-rate", \ServerConfiguration.attestPerIntegration), ("--challenge-rate", \.challengePerIntegration),

@@ -129,6 +129,46 @@ struct APITests {
         #expect(world.json(limited)["code"] as? String == "rate_limited")
     }
 
+    @Test("blocks a key of a revoked integration from attesting under another integration (403 device_blocked)")
+    func deviceBlocked() throws {
+        let world = try HTTPWorld()
+        let client = try world.client()
+        let device = try SyntheticDevice()
+        _ = try world.attest(client, device: device)
+        _ = try world.admin.revoke(clientID: world.integration.clientID)
+        let second = try world.admin.create(
+            workspaceID: "ws_second", name: "Second", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"], environments: [.production]
+        )
+        let (text, bytes) = try world.challenge(client, clientID: second.clientID)
+        let parts = device.attestationParts(
+            appID: world.appID, environment: .production, clientDataHash: Digest.sha256(bytes), time: Int64(Date().timeIntervalSince1970))
+        let object = try device.attestationObject(parts, pki: world.pki)
+        let response = try client.postJSON(
+            "/v1/attest",
+            #"{"client_id":"\#(second.clientID)","key_id":"\#(Data(device.keyID).base64EncodedString())","attestation":"\#(Data(object).base64EncodedString())","challenge":"\#(text)"}"#
+        )
+        #expect(response.status == 403)
+        #expect(world.json(response)["code"] as? String == "device_blocked")
+    }
+
+    @Test("answers 503 with Retry-After while another writer holds the database past the busy timeout, then recovers (S3)")
+    func storageBusy() throws {
+        let world = try HTTPWorld { $0.busyTimeoutMilliseconds = 100 }
+        let client = try world.client()
+        let payload = #"{"client_id":"\#(world.integration.clientID)"}"#
+        let holder = try SQLiteDatabase(path: world.directory.appendingPathComponent("attestd.sqlite").path)
+        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
+        let busy: RawHTTPResponse = try holder.immediateTransaction {
+            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+            return try client.postJSON("/v1/challenge", payload)
+        }
+        #expect(busy.status == 503)
+        #expect(busy.header("Retry-After") == "1")
+        #expect(world.json(busy)["code"] as? String == "storage_unavailable")
+        #expect(!busy.text.contains("SQLITE"))
+        #expect(try client.postJSON("/v1/challenge", payload).status == 200)
+    }
+
     @Test("refuses a body over 64 KiB before reading it (413)")
     func oversizedBody() throws {
         let world = try HTTPWorld()

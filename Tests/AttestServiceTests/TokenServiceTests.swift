@@ -305,6 +305,21 @@ struct TokenServiceTests {
             serviceError { try world.service.attest(request, from: "127.0.0.1") } == ServiceError(.malformedRequest, reason: reason, ""))
     }
 
+    @Test("purges expired tokens and challenges, and nothing else")
+    func purge() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let token = try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1").accessToken
+        _ = try world.challenge()
+        #expect(try world.service.purgeExpired() == 0)
+        world.clock.advance(300)
+        #expect(try world.service.purgeExpired() == 2)  // the used and the unused challenge
+        #expect(try world.service.introspect(token) != nil)
+        world.clock.advance(3300)
+        #expect(try world.service.purgeExpired() == 1)  // the token
+        #expect(try world.service.introspect(token) == nil)
+    }
+
     @Test("answers integration_not_found for an unknown client ID")
     func unknownIntegration() throws {
         let world = try ServiceWorld()
