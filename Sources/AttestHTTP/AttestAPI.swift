@@ -15,11 +15,14 @@ package struct AttestAPI: HTTPResponder {
         /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
         package var trustsAppleRoot: Bool
         package var version: String
+        /// Set only in `--insecure-test-mode`: enables the /test/ routes.
+        package var testClock: TestModeClock?
 
-        package init(gatewaySecret: String?, trustsAppleRoot: Bool, version: String) {
+        package init(gatewaySecret: String?, trustsAppleRoot: Bool, version: String, testClock: TestModeClock? = nil) {
             self.gatewaySecret = gatewaySecret
             self.trustsAppleRoot = trustsAppleRoot
             self.version = version
+            self.testClock = testClock
         }
     }
 
@@ -48,11 +51,16 @@ package struct AttestAPI: HTTPResponder {
         "/metrics": ("GET", "metrics"),
     ]
 
+    /// Routes that exist only in `--insecure-test-mode`.
+    private static let testRoutes: [String: (method: String, name: String)] = [
+        "/test/clock": ("POST", "test_clock"), "/test/challenge": ("POST", "test_challenge"),
+    ]
+
     package func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = ContinuousClock.now
         let requestID = requestCounter.next()
         var context = LogContext()
-        let route = Self.routes[request.path]
+        let route = Self.routes[request.path] ?? (settings.testClock != nil ? Self.testRoutes[request.path] : nil)
         var response: HTTPResponse
         if let route {
             if request.method == route.method || (route.method == "GET" && request.method == "HEAD") {
@@ -129,10 +137,28 @@ package struct AttestAPI: HTTPResponder {
             struct Health: Encodable {
                 let status = "ok"
                 let trust_anchor: String
+                let test_mode: Bool
                 let version: String
             }
             return JSONBody.response(
-                Health(trust_anchor: settings.trustsAppleRoot ? "apple" : "custom (test only)", version: settings.version))
+                Health(
+                    trust_anchor: settings.trustsAppleRoot ? "apple" : "custom (test only)", test_mode: settings.testClock != nil,
+                    version: settings.version))
+        case "test_clock":
+            let fields = try jsonFields(request, required: ["now"])
+            guard let clock = settings.testClock, let seconds = Int64(fields["now"] ?? ""), seconds >= 0 else {
+                throw Problem.malformed("now", "now must be Unix seconds as a string")
+            }
+            clock.set(seconds)
+            logger.log("warning", "test clock set", ["test.now": seconds])
+            return JSONBody.response(["now": seconds])
+        case "test_challenge":
+            let fields = try jsonFields(request, required: ["client_id", "challenge"])
+            guard let bytes = Encoding.base64URL(fields["challenge"] ?? ""), (1...256).contains(bytes.count) else {
+                throw Problem.malformed("challenge", "challenge must be base64url (no padding) of 1 to 256 bytes")
+            }
+            try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: fields["client_id"] ?? "", bytes: bytes) }
+            return JSONBody.response(["seeded": true])
         default:
             let text = metrics.render(gauges: gauges())
             return HTTPResponse(

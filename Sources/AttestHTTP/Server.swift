@@ -3,6 +3,7 @@ package import AttestHTTPServer
 package import AttestService
 package import AttestStorage
 import Foundation
+import Synchronization
 
 /// A running attestd: store, verifier, service and HTTP server wired from a configuration.
 package final class Server: Sendable {
@@ -19,9 +20,16 @@ package final class Server: Sendable {
     /// Opens everything and starts listening. Refuses to start on a corrupt or newer database, an
     /// unreadable secret or anchor, or an address that cannot be bound.
     package init(
-        configuration: ServerConfiguration, version: String, logger: Logger, clock: any Clock = SystemClock()
+        configuration: ServerConfiguration, version: String, logger: Logger, clock systemClock: any Clock = SystemClock()
     ) throws(StartupError) {
         self.logger = logger
+        let testClock = configuration.insecureTestMode ? TestModeClock(fallback: systemClock) : nil
+        let clock: any Clock = testClock ?? systemClock
+        if configuration.insecureTestMode {
+            logger.log(
+                "warning",
+                "INSECURE TEST MODE: the clock can be set and challenges chosen by any local caller; never run this in production")
+        }
         do {
             store = try SQLiteTokenStore(
                 path: configuration.databasePath, busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
@@ -57,6 +65,7 @@ package final class Server: Sendable {
         policy.attestPerIntegration = configuration.attestPerIntegration
         policy.challengePerIntegration = configuration.challengePerIntegration
         policy.perAddress = configuration.perAddress
+        policy.allowsSeededChallenges = configuration.insecureTestMode
         let verifier: AttestationVerifier
         do {
             verifier = try AttestationVerifier(anchor: anchor)
@@ -67,7 +76,8 @@ package final class Server: Sendable {
         let store = store
         api = AttestAPI(
             service: service,
-            settings: AttestAPI.Settings(gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version),
+            settings: AttestAPI.Settings(
+                gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version, testClock: testClock),
             logger: logger,
             gauges: {
                 let counts = (try? store.activeCounts()) ?? (0, 0)
@@ -104,4 +114,22 @@ package final class Server: Sendable {
             logger.log("error", "purge failed", ["error": error.code.rawValue])
         }
     }
+}
+
+/// TEST MODE ONLY: a clock that `POST /test/clock` sets; until set, it is the system clock.
+package final class TestModeClock: Clock {
+    private let fallback: any Clock
+    private let frozen = Atomic<Int64>(0)
+
+    init(fallback: any Clock) {
+        self.fallback = fallback
+    }
+
+    package func now() -> Int64 {
+        let value = frozen.load(ordering: .relaxed)
+        return value == 0 ? fallback.now() : value
+    }
+
+    /// Freezes the clock at `seconds` (Unix); 0 returns to the system clock.
+    package func set(_ seconds: Int64) { frozen.store(seconds, ordering: .relaxed) }
 }

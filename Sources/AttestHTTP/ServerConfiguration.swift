@@ -9,6 +9,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var gatewaySecretFile: String?
     package var trustAnchorFile: String?
     package var threads: Int?
+    /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
+    /// Only from the command line (no environment variable), and only on a loopback address.
+    package var insecureTestMode = false
     /// How long a request waits for another writer (attestctl, a backup) before answering 503.
     package var busyTimeoutMilliseconds = 2000
     package var attestPerIntegration = ServicePolicy().attestPerIntegration
@@ -38,6 +41,10 @@ package struct ServerConfiguration: Sendable, Equatable {
             "wait this long for another database writer before answering 503 (default 2000)"
         ),
         (
+            "--insecure-test-mode", "", "",
+            "NEVER IN PRODUCTION: enables POST /test/clock and /test/challenge to replay recorded devices (loopback only)"
+        ),
+        (
             "--attest-rate", "ATTESTD_ATTEST_RATE", "PER_SECOND",
             "new keys per second per integration (default 100, burst 2x; 0 = unlimited)"
         ),
@@ -58,8 +65,8 @@ package struct ServerConfiguration: Sendable, Equatable {
             "options (each also settable by its environment variable):",
         ]
         for option in options {
-            lines.append("  \(option.flag) \(option.value)")
-            lines.append("      \(option.help) [\(option.environment)]")
+            lines.append("  \(option.flag)" + (option.value.isEmpty ? "" : " \(option.value)"))
+            lines.append("      \(option.help)" + (option.environment.isEmpty ? " [command line only]" : " [\(option.environment)]"))
         }
         return lines.joined(separator: "\n") + "\n"
     }
@@ -67,7 +74,7 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// Parses `arguments` (without the program name) over `environment`.
     package static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> ServerConfiguration {
         var values: [String: String] = [:]
-        for option in options {
+        for option in options where !option.environment.isEmpty {
             if let value = environment[option.environment] { values[option.flag] = value }
         }
         var index = 0
@@ -79,9 +86,12 @@ package struct ServerConfiguration: Sendable, Equatable {
                 value = String(flag[flag.index(after: equals)...])
                 flag = String(flag[..<equals])
             }
-            guard options.contains(where: { $0.flag == flag }) else { throw UsageError(message: "unknown option '\(flag)'") }
+            guard let option = options.first(where: { $0.flag == flag }) else { throw UsageError(message: "unknown option '\(flag)'") }
             guard seen.insert(flag).inserted else { throw UsageError(message: "\(flag) is given twice") }
-            if value == nil {
+            if option.value.isEmpty {
+                guard value == nil else { throw UsageError(message: "\(flag) takes no value") }
+                value = ""
+            } else if value == nil {
                 index += 1
                 guard index < arguments.count else { throw UsageError(message: "\(flag) needs a value") }
                 value = arguments[index]
@@ -105,6 +115,13 @@ package struct ServerConfiguration: Sendable, Equatable {
             configuration.databasePath = path
         }
         configuration.gatewaySecretFile = values["--gateway-secret-file"]
+        if values["--insecure-test-mode"] != nil {
+            // Why loopback only: test mode lets any caller set the clock and choose challenges.
+            guard ["127.0.0.1", "::1"].contains(configuration.host) else {
+                throw UsageError(message: "--insecure-test-mode only listens on 127.0.0.1 or ::1")
+            }
+            configuration.insecureTestMode = true
+        }
         configuration.trustAnchorFile = values["--trust-anchor"]
         if let threads = values["--threads"] {
             guard let count = Int(threads), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }

@@ -17,6 +17,8 @@ package struct ServicePolicy: Sendable {
     package var challengePerIntegration = RateLimit(perSecond: 5_000, burst: 10_000)
     /// Challenges and attestations per client address.
     package var perAddress = RateLimit(perSecond: 20, burst: 40)
+    /// TEST MODE ONLY: accept seeded challenges of 1 to 256 bytes (recorded-device replay).
+    package var allowsSeededChallenges = false
 
     package init() {}
 }
@@ -112,9 +114,24 @@ package final class TokenService: Sendable {
         try limit(["c:" + integration.clientID: policy.challengePerIntegration, "a:" + address: policy.perAddress], now: now)
         let id = try randomBytes(32)
         try stored { () throws(StorageError) in
-            try store.insertChallenge(id: id, clientID: integration.clientID, createdAt: now, expiresAt: now + policy.challengeLifetime)
+            try store.insertChallenge(
+                id: Self.storedID(of: id), clientID: integration.clientID, createdAt: now, expiresAt: now + policy.challengeLifetime)
         }
         return IssuedChallenge(challenge: Encoding.base64URL(id), expiresIn: policy.challengeLifetime)
+    }
+
+    /// TEST MODE ONLY (`attestd --insecure-test-mode`): stores `bytes` as an issued challenge so
+    /// that objects recorded from real devices, whose client data are fixed, can be replayed.
+    package func seedChallenge(clientID: String, bytes: [UInt8]) throws(ServiceError) {
+        guard policy.allowsSeededChallenges else {
+            throw ServiceError.malformed("test_mode", "challenge seeding needs --insecure-test-mode")
+        }
+        let integration = try activeIntegration(clientID)
+        let now = clock.now()
+        try stored { () throws(StorageError) in
+            try store.replaceChallenge(
+                id: Self.storedID(of: bytes), clientID: integration.clientID, createdAt: now, expiresAt: now + policy.challengeLifetime)
+        }
     }
 
     // MARK: Attest
@@ -123,7 +140,7 @@ package final class TokenService: Sendable {
     package func attest(_ request: AttestRequest, from address: String) throws(ServiceError) -> IssuedToken {
         let keyID = try Self.keyID(request.keyID)
         let object = try Self.object(request.attestation, field: "attestation", limit: AttestationObject.maximumSize)
-        let challenge = try Self.challenge(request.challenge)
+        let challenge = try challenge(request.challenge)
         let integration = try activeIntegration(request.clientID)
         let now = clock.now()
         try limit(["k:" + integration.clientID: policy.attestPerIntegration, "a:" + address: policy.perAddress], now: now)
@@ -159,7 +176,7 @@ package final class TokenService: Sendable {
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
         let keyID = try Self.keyID(request.keyID)
         let object = try Self.object(request.assertion, field: "assertion", limit: AssertionObject.maximumSize)
-        let challenge = try Self.challenge(request.challenge)
+        let challenge = try challenge(request.challenge)
         let integration = try activeIntegration(request.clientID)
         let now = clock.now()
         try consume(challenge, for: integration, now: now)
@@ -246,7 +263,9 @@ package final class TokenService: Sendable {
 
     /// Consumes the challenge on first presentation, whatever the outcome that follows.
     private func consume(_ challenge: [UInt8], for integration: IntegrationRecord, now: Int64) throws(ServiceError) {
-        let consumption = try stored { () throws(StorageError) in try store.consumeChallenge(id: challenge, at: now) }
+        let consumption = try stored { () throws(StorageError) in
+            try store.consumeChallenge(id: Self.storedID(of: challenge), at: now)
+        }
         switch consumption {
         case .unknown:
             throw ServiceError(.invalidChallenge, reason: "challenge_unknown", "this challenge was not issued")
@@ -309,6 +328,17 @@ package final class TokenService: Sendable {
             throw ServiceError.malformed(field, "\(field) must be standard base64")
         }
         return bytes
+    }
+
+    /// Challenges are stored as SHA-256 of their bytes: a copy of the database reveals no
+    /// outstanding challenge, and seeded test challenges of any length fit the 32-byte key.
+    static func storedID(of challenge: [UInt8]) -> [UInt8] { Digest.sha256(challenge) }
+
+    func challenge(_ text: String) throws(ServiceError) -> [UInt8] {
+        if policy.allowsSeededChallenges, let bytes = Encoding.base64URL(text), (1...256).contains(bytes.count) {
+            return bytes
+        }
+        return try Self.challenge(text)
     }
 
     static func challenge(_ text: String) throws(ServiceError) -> [UInt8] {

@@ -177,6 +177,15 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
+    package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
+        try write { database throws(StorageError) in
+            try database.execute("DELETE FROM challenges WHERE id = ?", arguments: [.blob(id)])
+            try database.execute(
+                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+        }
+    }
+
     package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption {
         try write { database throws(StorageError) -> ChallengeConsumption in
             let found = try Self.rows(database, "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = ?", [.blob(id)]) {

@@ -152,6 +152,9 @@ package protocol TokenStore: Sendable {
     func revokeIntegration(clientID: String, at time: Int64) throws(StorageError) -> RevocationSummary?
     /// Stores a new challenge.
     func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError)
+    /// Stores a challenge, replacing any earlier one with the same ID (test-mode seeding only,
+    /// where recorded devices reuse fixed client data).
+    func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError)
     /// Marks the challenge consumed and reports what it was.
     func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption
     /// Registers a freshly attested device and its first token, after re-checking the integration.
