@@ -1,6 +1,7 @@
 import AttestHTTP
 import Dispatch
 import Foundation
+import Synchronization
 
 // Wiring only: configuration from flags and environment, the server, and the signals that stop it.
 
@@ -21,16 +22,10 @@ do {
     exit(64)
 }
 
-let server: Server
-do {
-    server = try Server(configuration: configuration, version: version, logger: logger)
-} catch {
-    logger.log("error", "refusing to start", ["error": error.description])
-    exit(1)
-}
-
-// SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0. A parent may have
-// started us with them blocked (the mask is inherited), so unblock them first.
+// SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0. Installed before the
+// server starts, so a signal is never lost to the default action. A parent may have started us
+// with them blocked (the mask is inherited), so unblock them first.
+let running = Mutex<Server?>(nil)
 var stopSignals = sigset_t()
 sigemptyset(&stopSignals)
 sigaddset(&stopSignals, SIGTERM)
@@ -42,11 +37,20 @@ let signals = [SIGTERM, SIGINT].map { number in
     let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
     source.setEventHandler {
         logger.log("info", "signal received, draining", ["signal": Int(number)])
-        server.stop()
+        running.withLock { $0 }?.stop()
         exit(0)
     }
     source.resume()
     return source
+}
+
+let server: Server
+do {
+    server = try Server(configuration: configuration, version: version, logger: logger)
+    running.withLock { $0 = server }
+} catch {
+    logger.log("error", "refusing to start", ["error": error.description])
+    exit(1)
 }
 
 // Expired challenges and tokens are purged once a minute.
