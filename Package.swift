@@ -36,7 +36,9 @@ let package = Package(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
         .target(
             name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestCLI", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage"], swiftSettings: strict),
+        .target(
+            name: "AttestCLI", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting"],
+            swiftSettings: strict),
 
         .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
         .executableTarget(
@@ -56,6 +58,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "AttestHTTPServerTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
+        .testTarget(
+            name: "AttestHarnessTests", dependencies: ["AttestCore", "AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestHTTPTests",
             dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
