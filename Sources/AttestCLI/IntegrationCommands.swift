@@ -46,6 +46,15 @@ enum IntegrationCommands {
         }
     }
 
+    /// Administrative actions are logged as JSON lines on stderr (the operator's audit trail).
+    static func admin(_ store: SQLiteTokenStore, _ io: ToolIO) -> IntegrationAdmin {
+        IntegrationAdmin(
+            store: store, clock: Clock(io: io),
+            logger: Logger(
+                sink: ClosureSink(write: { line in io.standardError(line + "\n") }),
+                fields: ["actor": io.environment["USER"] ?? "unknown", "tool": "attestctl"]))
+    }
+
     struct Clock: AttestService.Clock {
         let io: ToolIO
         func now() -> Int64 { io.now() }
@@ -60,7 +69,7 @@ enum IntegrationCommands {
         case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
         }
         guard let store = openStore(options, io) else { return ExitCode.failure }
-        let admin = IntegrationAdmin(store: store, clock: Clock(io: io))
+        let admin = admin(store, io)
         do {
             let record = try admin.create(
                 workspaceID: options.required("workspace"), name: options.required("name"), teamID: options.required("team-id"),
@@ -78,7 +87,7 @@ enum IntegrationCommands {
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let clientID = options.positionals[0]
         guard let store = openStore(options, io) else { return ExitCode.failure }
-        let admin = IntegrationAdmin(store: store, clock: Clock(io: io))
+        let admin = admin(store, io)
         do {
             guard let record = try admin.show(clientID: clientID) else {
                 io.standardError("attestctl integration revoke: no integration \(clientID)\n")
@@ -123,7 +132,7 @@ enum IntegrationCommands {
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         guard let store = openStore(options, io) else { return ExitCode.failure }
         do {
-            let records = try IntegrationAdmin(store: store, clock: Clock(io: io)).list()
+            let records = try admin(store, io).list()
             if options.flag("json") {
                 io.standardOutput(IntegrationJSON.encode(records.map(IntegrationJSON.init)))
             } else {
@@ -142,7 +151,7 @@ enum IntegrationCommands {
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         guard let store = openStore(options, io) else { return ExitCode.failure }
         do {
-            guard let record = try IntegrationAdmin(store: store, clock: Clock(io: io)).show(clientID: options.positionals[0]) else {
+            guard let record = try admin(store, io).show(clientID: options.positionals[0]) else {
                 io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
                 return ExitCode.failure
             }

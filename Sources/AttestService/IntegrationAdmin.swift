@@ -9,11 +9,15 @@ package struct IntegrationAdmin: Sendable {
     let store: any TokenStore
     let clock: any Clock
     let random: any RandomSource
+    let logger: Logger?
 
-    package init(store: any TokenStore, clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom()) {
+    package init(
+        store: any TokenStore, clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil
+    ) {
         self.store = store
         self.clock = clock
         self.random = random
+        self.logger = logger
     }
 
     /// Validates and stores a new integration with a fresh client ID. Nothing is normalised:
@@ -55,12 +59,21 @@ package struct IntegrationAdmin: Sendable {
             clientID: "clid_" + Hex.encode(idBytes), workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
             environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil)
         try stored { () throws(StorageError) in try store.insertIntegration(record) }
+        logger?.log(
+            "info", "integration created",
+            ["client.id": record.clientID, "workspace.id": workspaceID, "team.id": teamID, "bundle_ids": bundleIDs.count])
         return record
     }
 
     /// Revokes permanently; nil when the client ID is unknown. Idempotent.
     package func revoke(clientID: String) throws(ServiceError) -> RevocationSummary? {
-        try stored { () throws(StorageError) in try store.revokeIntegration(clientID: clientID, at: clock.now()) }
+        let summary = try stored { () throws(StorageError) in try store.revokeIntegration(clientID: clientID, at: clock.now()) }
+        if let summary {
+            logger?.log(
+                "warning", summary.changed ? "integration revoked" : "integration already revoked",
+                ["client.id": clientID, "tokens_revoked": summary.tokensRevoked, "devices_blocked": summary.devicesBlocked])
+        }
+        return summary
     }
 
     /// All integrations.

@@ -1,4 +1,5 @@
 import AttestHTTP
+import AttestService
 import Dispatch
 import Foundation
 import Synchronization
