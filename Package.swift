@@ -59,7 +59,8 @@ let package = Package(
         .testTarget(
             name: "AttestHTTPServerTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
         .testTarget(
-            name: "AttestHarnessTests", dependencies: ["AttestCore", "AttestStorage", "AttestTesting"], swiftSettings: strict),
+            name: "AttestHarnessTests", dependencies: ["AttestCore", "AttestStorage", "AttestTesting"], exclude: ["README.md"],
+            swiftSettings: strict),
         .testTarget(
             name: "AttestHTTPTests",
             dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
@@ -68,6 +69,6 @@ let package = Package(
         .testTarget(
             name: "AttestStorageTests", dependencies: ["AttestStorage"], swiftSettings: strict),
         .testTarget(
-            name: "AttestCLITests", dependencies: ["AttestCLI", "AttestTesting"], swiftSettings: strict),
+            name: "AttestCLITests", dependencies: ["AttestCLI", "AttestHTTP", "AttestTesting"], swiftSettings: strict),
     ]
 )

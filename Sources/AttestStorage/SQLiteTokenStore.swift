@@ -45,8 +45,14 @@ package final class SQLiteTokenStore: TokenStore {
     // MARK: Plumbing
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.
-    private func write<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
+    ///
+    /// `durable: false` commits with `synchronous=NORMAL` (in WAL mode: safe against a process
+    /// crash, but a power loss may drop the last commits). Only for rows whose loss is harmless
+    /// (an issued, unused challenge); every security decision commits with `synchronous=FULL`.
+    private func write<T: Sendable>(durable: Bool = true, _ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
         try writer.use { database throws(StorageError) -> T in
+            if !durable { try database.execute("PRAGMA synchronous=NORMAL") }
+            defer { if !durable { try? database.execute("PRAGMA synchronous=FULL") } }
             do {
                 return try database.immediateTransaction { () throws -> T in try body(database) }
             } catch let error as StorageError {
@@ -54,6 +60,15 @@ package final class SQLiteTokenStore: TokenStore {
             } catch {
                 throw StorageError(.statementFailed, "unexpected error in a transaction: \(type(of: error))")
             }
+        }
+    }
+
+    /// The writer's current `PRAGMA synchronous` (2 = FULL), for tests of the durability rule.
+    package func writerSynchronousSetting() throws(StorageError) -> Int64 {
+        try writer.use { database throws(StorageError) -> Int64 in
+            let statement = try database.prepare("PRAGMA synchronous")
+            _ = try statement.step()
+            return statement.int64(at: 0)
         }
     }
 
@@ -170,7 +185,8 @@ package final class SQLiteTokenStore: TokenStore {
     // MARK: Challenges
 
     package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
-        try write { database throws(StorageError) in
+        // Not durable: losing an issued, unused challenge to a power cut only costs the device a retry.
+        try write(durable: false) { database throws(StorageError) in
             try database.execute(
                 "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
                 arguments: [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])

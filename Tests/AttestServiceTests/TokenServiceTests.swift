@@ -305,6 +305,15 @@ struct TokenServiceTests {
             serviceError { try world.service.attest(request, from: "127.0.0.1") } == ServiceError(.malformedRequest, reason: reason, ""))
     }
 
+    @Test("commits security state with synchronous=FULL: only challenge issuance relaxes it, and restores it")
+    func durability() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        #expect(try world.store.writerSynchronousSetting() == 2)
+        _ = try world.challenge()
+        #expect(try world.store.writerSynchronousSetting() == 2)
+    }
+
     @Test("purges expired tokens and challenges, and nothing else")
     func purge() throws {
         let world = try ServiceWorld()
