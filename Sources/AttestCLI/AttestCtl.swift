@@ -29,7 +29,7 @@ struct Command: Sendable {
 package struct AttestCtl: Sendable {
     static let commands: [Command] = [
         VerifyCommands.attestation, VerifyCommands.assertion, IntegrationCommands.create, IntegrationCommands.revoke,
-        IntegrationCommands.list, IntegrationCommands.show,
+        IntegrationCommands.list, IntegrationCommands.show, SimulateCommand.command,
     ]
 
     let io: ToolIO

@@ -1,0 +1,230 @@
+import AttestCore
+import AttestCrypto
+import AttestTesting
+import Foundation
+import Glibc
+
+/// `attestctl simulate`: synthetic devices against a running attestd that trusts the simulator's
+/// root, or (`--write-trust-anchor`) that root written out for `attestd --trust-anchor`.
+enum SimulateCommand {
+    static let maximumConcurrency = 64
+
+    static let command = Command(
+        path: ["simulate"],
+        summary:
+            "Run synthetic devices against a running attestd that trusts the simulator's root (--write-trust-anchor); "
+            + "print counts, throughput and latency per step, exit 1 if any failed.",
+        options: [
+            OptionSpec(
+                "url", value: "URL", help: "(required for a run) attestd to load: http://IP:PORT, IPv4 or [IPv6] literal, plain HTTP"),
+            OptionSpec("client-id", value: "ID", help: "(required for a run) client ID of an integration for the app below"),
+            OptionSpec("team-id", value: "T", help: "(required for a run) Apple Developer Team ID the devices claim (10 of A-Z 0-9)"),
+            OptionSpec("bundle-id", value: "B", help: "(required for a run) bundle ID the devices claim"),
+            OptionSpec("devices", value: "N", help: "(required for a run) how many devices to simulate (1 to 1000000)"),
+            OptionSpec("refreshes", value: "K", help: "token refreshes per device after the attestation (0 to 10000; default 1)"),
+            OptionSpec("concurrency", value: "C", help: "devices running at once, one thread each (1 to 64; default min(N, 64))"),
+            OptionSpec(
+                "environment", value: "production|development", help: "App Attest environment (aaguid) of the devices (default production)"),
+            OptionSpec(
+                "state", value: "DIR",
+                help: "directory of the simulator's test PKI, created on first use (default ./\(SimulatorState.defaultDirectory))"),
+            OptionSpec("write-trust-anchor", value: "FILE", help: "write the simulator's root certificate (PEM) to FILE and stop"),
+        ],
+        run: run)
+
+    static let runOptions = ["url", "client-id", "team-id", "bundle-id", "devices", "refreshes", "concurrency", "environment"]
+
+    static func run(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let state = SimulatorState(directory: options.value("state") ?? SimulatorState.defaultDirectory)
+        if let file = options.value("write-trust-anchor") {
+            let extra = runOptions.filter { options.value($0) != nil }
+            guard extra.isEmpty else {
+                throw UsageError(message: "--write-trust-anchor takes only --state, not --\(extra.joined(separator: ", --"))")
+            }
+            return writeTrustAnchor(to: file, state: state, io)
+        }
+        let plan = try plan(options)
+        let pki: SyntheticPKI
+        do {
+            let loaded = try state.load(now: io.now())
+            if let note = loaded.note { io.standardError("attestctl simulate: \(note)\n") }
+            pki = loaded.pki
+        } catch {
+            io.standardError("attestctl simulate: \(error.description)\n")
+            return ExitCode.failure
+        }
+        io.standardOutput(
+            "simulating \(plan.devices) \(plan.environment.rawValue) devices, \(plan.refreshes) refreshes each, "
+                + "against \(plan.url) as \(plan.clientID) (\(plan.appID))\n")
+        let result = DeviceSimulator(plan: plan, pki: pki, now: io.now).run()
+        io.standardOutput(SimulationReport(plan: plan, result: result).text)
+        return result.failed ? ExitCode.failure : ExitCode.success
+    }
+
+    static func writeTrustAnchor(to file: String, state: SimulatorState, _ io: ToolIO) -> Int32 {
+        do {
+            let loaded = try state.load(now: io.now())
+            if let note = loaded.note { io.standardError("attestctl simulate: \(note)\n") }
+            try Data(loaded.pki.root.pem.utf8).write(to: URL(fileURLWithPath: file))
+        } catch {
+            io.standardError("attestctl simulate: cannot write the trust anchor to \(file): \(error)\n")
+            return ExitCode.failure
+        }
+        io.standardOutput(
+            "wrote the simulator's root (from \(state.directory)) to \(file); start attestd with --trust-anchor \(file) "
+                + "(tests and demos only)\n")
+        return ExitCode.success
+    }
+
+    /// Validates the run options into a plan; every problem is a usage error (exit 64).
+    static func plan(_ options: ParsedOptions) throws(UsageError) -> SimulationPlan {
+        for name in ["url", "client-id", "team-id", "bundle-id", "devices"] where options.value(name) == nil {
+            throw UsageError(message: "missing --\(name) (or use --write-trust-anchor FILE)")
+        }
+        let (host, port) = try address(options.required("url"))
+        let clientID = options.required("client-id")
+        guard !clientID.isEmpty, clientID.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw UsageError(message: "--client-id takes a client ID (clid_...)")
+        }
+        let appID: AppID
+        do {
+            appID = try AppID(teamID: options.required("team-id"), bundleID: options.required("bundle-id"))
+        } catch {
+            throw UsageError(message: "--team-id/--bundle-id: \(error.reason)")
+        }
+        let environment: AppAttestEnvironment
+        switch options.value("environment") ?? "production" {
+        case "production": environment = .production
+        case "development": environment = .development
+        case let other: throw UsageError(message: "--environment takes production or development, not '\(other)'")
+        }
+        let devices = try number("devices", options.required("devices"), in: 1...1_000_000)
+        let refreshes = try options.value("refreshes").map { text throws(UsageError) in try number("refreshes", text, in: 0...10_000) } ?? 1
+        let concurrency =
+            try options.value("concurrency").map { text throws(UsageError) in try number("concurrency", text, in: 1...maximumConcurrency) }
+            ?? maximumConcurrency
+        return SimulationPlan(
+            host: host, port: port, clientID: clientID, appID: appID, environment: environment, devices: devices, refreshes: refreshes,
+            concurrency: min(devices, concurrency))
+    }
+
+    static func number(_ name: String, _ text: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text), range.contains(value) else {
+            throw UsageError(message: "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+
+    /// `http://IPv4:PORT` or `http://[IPv6]:PORT`, optionally with a final `/`. The simulator speaks
+    /// plain HTTP over its own sockets and resolves no names, so anything else is refused up front.
+    static func address(_ url: String) throws(UsageError) -> (host: String, port: UInt16) {
+        let refusal = UsageError(
+            message: "--url takes http://IP:PORT with an IPv4 or [IPv6] literal (plain HTTP, no host name, path or TLS), not '\(url)'")
+        guard url.hasPrefix("http://") else { throw refusal }
+        var rest = Substring(url.dropFirst("http://".count))
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        let host: Substring
+        let portText: Substring
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]"), rest[close...].hasPrefix("]:") else { throw refusal }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            portText = rest[rest.index(close, offsetBy: 2)...]
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, String(host), &address) == 1 else { throw refusal }
+        } else {
+            guard let colon = rest.lastIndex(of: ":") else { throw refusal }
+            host = rest[..<colon]
+            portText = rest[rest.index(after: colon)...]
+            var address = in_addr()
+            guard inet_pton(AF_INET, String(host), &address) == 1 else { throw refusal }
+        }
+        guard !portText.isEmpty, portText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let port = UInt16(portText), port > 0 else {
+            throw refusal
+        }
+        return (String(host), port)
+    }
+}
+
+/// The text `attestctl simulate` prints after a run.
+struct SimulationReport {
+    let plan: SimulationPlan
+    let result: SimulationResult
+
+    var text: String {
+        let seconds = max(Self.seconds(result.elapsed), 1e-9)
+        var lines = [
+            Self.row(["step", "ok", "failed", "ops/s", "p50 ms", "p90 ms", "p99 ms", "max ms"])
+        ]
+        for step in SimulationStep.allCases {
+            let outcomes = result.outcomes.filter { $0.step == step }
+            let failed = outcomes.filter { $0.failure != nil }.count
+            // Latency of the requests that succeeded: a fast refusal would flatter the percentiles.
+            let latencies = outcomes.filter { $0.failure == nil }.map { Self.seconds($0.duration) * 1000 }.sorted()
+            let percentiles = [50.0, 90.0, 99.0, 100.0].map { Self.percentile($0, of: latencies).map { Self.format($0, 1) } ?? "-" }
+            lines.append(
+                Self.row(
+                    [step.rawValue, String(outcomes.count - failed), String(failed), Self.format(Double(outcomes.count) / seconds, 1)]
+                        + percentiles))
+        }
+        let requests = result.outcomes.filter { $0.failure?.code != "simulator" }.count
+        lines.append(
+            "\(requests) requests in \(Self.format(seconds, 2)) s (\(Self.format(Double(requests) / seconds, 1)) requests/s, "
+                + "\(result.threads) threads); \(result.completedDevices) of \(plan.devices) devices completed every step")
+        let failures = Dictionary(grouping: result.outcomes.compactMap { outcome in outcome.failure.map { (outcome.step, $0) } }) {
+            FailureKey(step: $0.0, failure: $0.1)
+        }
+        if !failures.isEmpty {
+            lines.append("failures:")
+            let order = SimulationStep.allCases
+            for (key, list) in failures.sorted(by: {
+                (order.firstIndex(of: $0.key.step) ?? 0, $1.value.count) < (order.firstIndex(of: $1.key.step) ?? 0, $0.value.count)
+            }) {
+                let status = key.failure.status.map { "HTTP \($0)" } ?? "no answer"
+                lines.append(
+                    "  \(key.step.rawValue): \(list.count) x \(status) code=\(key.failure.code) reason=\(key.failure.reason)")
+            }
+            lines += hints(Set(failures.keys.map(\.failure)))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A pointer to the usual cause of the failures a first run meets.
+    private func hints(_ failures: Set<StepFailure>) -> [String] {
+        var hints: [String] = []
+        if failures.contains(where: { $0.code == "transport" }) {
+            hints.append("hint: is attestd listening on \(plan.url)?")
+        }
+        if failures.contains(where: { $0.reason.hasPrefix("chain_invalid") }) {
+            hints.append(
+                "hint: attestd must trust this simulator's root: attestctl simulate --write-trust-anchor FILE [--state DIR], "
+                    + "then restart attestd with --trust-anchor FILE")
+        }
+        if failures.contains(where: { $0.code == "rate_limited" }) {
+            hints.append("hint: every simulated device comes from one address; for load runs start attestd with --address-rate 0")
+        }
+        return hints
+    }
+
+    private struct FailureKey: Hashable {
+        let step: SimulationStep
+        let failure: StepFailure
+    }
+
+    static func row(_ cells: [String]) -> String {
+        cells[0].padding(toLength: 10, withPad: " ", startingAt: 0)
+            + cells.dropFirst().map { String(repeating: " ", count: max(0, 9 - $0.count)) + $0 }.joined(separator: " ")
+    }
+
+    /// Nearest-rank percentile of sorted values.
+    static func percentile(_ p: Double, of sorted: [Double]) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((p / 100 * Double(sorted.count)).rounded(.up))
+        return sorted[min(max(rank, 1), sorted.count) - 1]
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func format(_ value: Double, _ decimals: Int) -> String { String(format: "%.\(decimals)f", value) }
+}
