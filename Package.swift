@@ -46,7 +46,7 @@ let package = Package(
             dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto"],
             swiftSettings: strict),
         .executableTarget(
-            name: "attest-bench", dependencies: ["AttestCore", "AttestCrypto", "AttestTesting"],
+            name: "attest-bench", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting"],
             swiftSettings: strict),
 
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore"], swiftSettings: strict),

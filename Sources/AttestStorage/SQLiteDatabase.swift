@@ -15,6 +15,8 @@ package final class SQLiteDatabase {
     /// The raw connection, for this module's statements and error mapping only.
     let handle: OpaquePointer
     private var isInImmediateTransaction = false
+    /// Statements prepared once per connection and reused (`cachedStatement`).
+    private var statementCache: [String: SQLiteStatement] = [:]
 
     /// Opens (creating if needed) the database file at `path` and configures the connection.
     ///
@@ -85,6 +87,18 @@ package final class SQLiteDatabase {
         guard let statement else { throw .misuse("prepare was given no SQL statement") }
         let (extra, _) = try prepareNext(bytes, from: next)
         guard extra == nil else { throw .misuse("prepare takes one statement; use execute for scripts") }
+        return statement
+    }
+
+    /// A prepared statement for `sql`, compiled on first use and reused afterwards (rewound; bind
+    /// all parameters again). For the fixed statements of a store, not for ad-hoc SQL.
+    package func cachedStatement(_ sql: String) throws(StorageError) -> SQLiteStatement {
+        if let statement = statementCache[sql] {
+            statement.rewind()
+            return statement
+        }
+        let statement = try prepare(sql)
+        statementCache[sql] = statement
         return statement
     }
 

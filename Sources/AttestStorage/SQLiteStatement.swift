@@ -102,7 +102,7 @@ package final class SQLiteStatement {
         guard values.count == parameterCount else {
             throw .misuse("statement takes \(parameterCount) parameters, \(values.count) given")
         }
-        try reset()
+        rewind()
         try check(sqlite3_clear_bindings(handle), "clear bindings")
         for (offset, value) in values.enumerated() {
             try bind(value, at: offset + 1)
@@ -141,6 +141,13 @@ package final class SQLiteStatement {
     /// Steps until done, discarding any rows.
     package func run() throws(StorageError) {
         while try step() {}
+    }
+
+    /// Rewinds for reuse, ignoring the code sqlite3_reset returns: it only repeats the last
+    /// step's error, which that step already threw.
+    func rewind() {
+        hasRow = false
+        _ = sqlite3_reset(handle)
     }
 
     /// Rewinds the statement so it can run again; bindings are kept.

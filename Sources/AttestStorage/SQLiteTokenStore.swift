@@ -81,11 +81,20 @@ package final class SQLiteTokenStore: TokenStore {
     private static func rows<T>(
         _ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLiteValue], _ row: (SQLiteStatement) -> T
     ) throws(StorageError) -> [T] {
-        let statement = try database.prepare(sql)
+        let statement = try database.cachedStatement(sql)
         try statement.bind(arguments)
         var result: [T] = []
         while try statement.step() { result.append(row(statement)) }
         return result
+    }
+
+    /// Runs one cached statement with `arguments`; returns the number of rows it changed.
+    @discardableResult
+    private static func run(_ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLiteValue]) throws(StorageError) -> Int {
+        let statement = try database.cachedStatement(sql)
+        try statement.bind(arguments)
+        try statement.run()
+        return database.changes
     }
 
     private static func integration(_ statement: SQLiteStatement, bundleIDs: [String]) -> IntegrationRecord {
@@ -115,9 +124,10 @@ package final class SQLiteTokenStore: TokenStore {
     }
 
     private static func insert(_ token: TokenRecord, into database: SQLiteDatabase) throws(StorageError) {
-        try database.execute(
+        try Self.run(
+            database,
             "INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            arguments: [
+            [
                 .blob(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .blob(token.keyID), .text(token.scope),
                 .integer(token.issuedAt), .integer(token.expiresAt),
             ])
@@ -127,20 +137,21 @@ package final class SQLiteTokenStore: TokenStore {
 
     package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
         try write { database throws(StorageError) in
-            try database.execute(
+            try Self.run(
+                database,
                 """
                 INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                arguments: [
+                [
                     .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
                     .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
                     .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
                 ])
             for bundleID in integration.bundleIDs {
-                try database.execute(
-                    "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)",
-                    arguments: [.text(integration.clientID), .text(bundleID)])
+                try Self.run(
+                    database, "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)",
+                    [.text(integration.clientID), .text(bundleID)])
             }
         }
     }
@@ -165,19 +176,19 @@ package final class SQLiteTokenStore: TokenStore {
     package func revokeIntegration(clientID: String, at time: Int64) throws(StorageError) -> RevocationSummary? {
         try write { database throws(StorageError) -> RevocationSummary? in
             guard try Self.loadIntegration(database, clientID: clientID) != nil else { return nil }
-            try database.execute(
-                "UPDATE integrations SET status = 'revoked', revoked_at = ? WHERE client_id = ? AND status = 'active'",
-                arguments: [.integer(time), .text(clientID)])
+            try Self.run(
+                database, "UPDATE integrations SET status = 'revoked', revoked_at = ? WHERE client_id = ? AND status = 'active'",
+                [.integer(time), .text(clientID)])
             let changed = database.changes == 1
-            try database.execute("DELETE FROM tokens WHERE client_id = ? AND expires_at > ?", arguments: [.text(clientID), .integer(time)])
+            try Self.run(database, "DELETE FROM tokens WHERE client_id = ? AND expires_at > ?", [.text(clientID), .integer(time)])
             let tokens = database.changes
             // Expired tokens are inert already; remove them too so nothing of the integration lingers.
-            try database.execute("DELETE FROM tokens WHERE client_id = ?", arguments: [.text(clientID)])
-            try database.execute(
-                "UPDATE devices SET status = 'revoked', updated_at = ? WHERE client_id = ? AND status = 'active'",
-                arguments: [.integer(time), .text(clientID)])
+            try Self.run(database, "DELETE FROM tokens WHERE client_id = ?", [.text(clientID)])
+            try Self.run(
+                database, "UPDATE devices SET status = 'revoked', updated_at = ? WHERE client_id = ? AND status = 'active'",
+                [.integer(time), .text(clientID)])
             let devices = database.changes
-            try database.execute("DELETE FROM challenges WHERE client_id = ?", arguments: [.text(clientID)])
+            try Self.run(database, "DELETE FROM challenges WHERE client_id = ?", [.text(clientID)])
             return RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
         }
     }
@@ -187,18 +198,18 @@ package final class SQLiteTokenStore: TokenStore {
     package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
         // Not durable: losing an issued, unused challenge to a power cut only costs the device a retry.
         try write(durable: false) { database throws(StorageError) in
-            try database.execute(
-                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                arguments: [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+            try Self.run(
+                database, "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
         }
     }
 
     package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
         try write { database throws(StorageError) in
-            try database.execute("DELETE FROM challenges WHERE id = ?", arguments: [.blob(id)])
-            try database.execute(
-                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                arguments: [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+            try Self.run(database, "DELETE FROM challenges WHERE id = ?", [.blob(id)])
+            try Self.run(
+                database, "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
         }
     }
 
@@ -209,7 +220,7 @@ package final class SQLiteTokenStore: TokenStore {
             }
             guard let (clientID, expiresAt, unconsumed) = found.first else { return .unknown }
             guard unconsumed else { return .alreadyUsed }
-            try database.execute("UPDATE challenges SET consumed_at = ? WHERE id = ?", arguments: [.integer(time), .blob(id)])
+            try Self.run(database, "UPDATE challenges SET consumed_at = ? WHERE id = ?", [.integer(time), .blob(id)])
             return .fresh(clientID: clientID, expiresAt: expiresAt)
         }
     }
@@ -223,12 +234,13 @@ package final class SQLiteTokenStore: TokenStore {
                 DeviceStatus(rawValue: $0.string(at: 0) ?? "") ?? .revoked
             }
             if let status = existing.first { return .keyExists(status) }
-            try database.execute(
+            try Self.run(
+                database,
                 """
                 INSERT INTO devices (key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
-                arguments: [
+                [
                     .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
                     .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
                     .integer(device.updatedAt),
@@ -265,9 +277,9 @@ package final class SQLiteTokenStore: TokenStore {
             guard status.first == "active" else { return .deviceBlocked }
             // Compare-and-set on the value the assertion was verified against: of two requests
             // racing with the same counter, exactly one changes the row.
-            try database.execute(
-                "UPDATE devices SET counter = ?, updated_at = ? WHERE key_id = ? AND counter = ?",
-                arguments: [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))])
+            try Self.run(
+                database, "UPDATE devices SET counter = ?, updated_at = ? WHERE key_id = ? AND counter = ?",
+                [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))])
             guard database.changes == 1 else { return .counterChanged }
             try Self.insert(token, into: database)
             return .advanced
@@ -293,9 +305,9 @@ package final class SQLiteTokenStore: TokenStore {
 
     package func purgeExpired(at time: Int64) throws(StorageError) -> Int {
         try write { database throws(StorageError) -> Int in
-            try database.execute("DELETE FROM tokens WHERE expires_at <= ?", arguments: [.integer(time)])
+            try Self.run(database, "DELETE FROM tokens WHERE expires_at <= ?", [.integer(time)])
             let tokens = database.changes
-            try database.execute("DELETE FROM challenges WHERE expires_at <= ?", arguments: [.integer(time)])
+            try Self.run(database, "DELETE FROM challenges WHERE expires_at <= ?", [.integer(time)])
             return tokens + database.changes
         }
     }

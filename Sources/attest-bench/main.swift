@@ -1,5 +1,7 @@
 import AttestCore
 import AttestCrypto
+import AttestService
+import AttestStorage
 import AttestTesting
 import Foundation
 
@@ -7,6 +9,8 @@ import Foundation
 // `openssl speed` and pyattest from the same run). Not a test: it only measures.
 //
 //   attest-bench [--seconds S] [--case ID] [--iterations N]
+//   attest-bench --service [--seconds S]   (the refresh use case in process: challenge + assertion
+//                                          + token, with a temporary SQLite database; no HTTP)
 //
 // Prints `attestation_verifications_per_second`, `attestation_uncached_verifications_per_second`
 // (a fresh verifier each time, so both P-384 signatures are checked) and
@@ -37,6 +41,53 @@ func rate(seconds: Double, _ body: () throws -> Void) rethrows -> Double {
 }
 
 let seconds = Double(option("--seconds", default: "3")) ?? 3
+
+/// A clock that never moves, so tokens and challenges never expire during the run.
+struct FixedClock: AttestService.Clock {
+    let seconds: Int64
+    func now() -> Int64 { seconds }
+}
+
+if CommandLine.arguments.contains("--service") {
+    do {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-bench-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let now = Int64(Date().timeIntervalSince1970)
+        let store = try SQLiteTokenStore(path: directory.appendingPathComponent("bench.sqlite").path, migrateAt: now)
+        let pki = try SyntheticPKI(validAround: now)
+        var policy = ServicePolicy()
+        policy.perAddress = .unlimited
+        policy.challengePerIntegration = .unlimited
+        let clock = FixedClock(seconds: now)
+        let service = TokenService(store: store, verifier: try AttestationVerifier(anchor: pki.anchor), clock: clock, policy: policy)
+        let integration = try IntegrationAdmin(store: store, clock: clock).create(
+            workspaceID: "bench", name: "bench", teamID: "ABCDE12345", bundleIDs: ["com.example.bench"], environments: [.production])
+        let appID = try AppID(teamID: "ABCDE12345", bundleID: "com.example.bench")
+        var device = try SyntheticDevice()
+        let first = try service.issueChallenge(clientID: integration.clientID, from: "bench")
+        let firstBytes = Encoding.base64URL(first.challenge) ?? []
+        let parts = device.attestationParts(appID: appID, environment: .production, clientDataHash: Digest.sha256(firstBytes), time: now)
+        _ = try service.attest(
+            AttestRequest(
+                clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
+                attestation: Data(try device.attestationObject(parts, pki: pki)).base64EncodedString(), challenge: first.challenge),
+            from: "bench")
+        let refreshes = try rate(seconds: seconds) {
+            let challenge = try service.issueChallenge(clientID: integration.clientID, from: "bench")
+            let assertion = try device.assertion(clientData: Encoding.base64URL(challenge.challenge) ?? [], appID: appID)
+            _ = try service.refresh(
+                RefreshRequest(
+                    clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
+                    assertion: Data(assertion).base64EncodedString(), challenge: challenge.challenge),
+                from: "bench")
+        }
+        print("service_refreshes_per_second \(String(format: "%.1f", refreshes))  (includes signing the assertion)")
+        exit(0)
+    } catch {
+        fail("\(error)")
+    }
+}
 let caseID = option("--case", default: "veehaitch_ios-14.4_attestation")
 
 do {
