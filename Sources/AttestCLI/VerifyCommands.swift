@@ -85,7 +85,7 @@ enum VerifyCommands {
     }
 
     static func base64Argument(_ text: String, name: String) throws(UsageError) -> [UInt8] {
-        guard let bytes = StrictBase64.decode(text) else {
+        guard let bytes = Base64Text.decode(text) else {
             throw UsageError(message: "--\(name) is not standard base64 (RFC 4648, padded)")
         }
         return bytes
@@ -102,7 +102,7 @@ enum VerifyCommands {
     /// The object file's base64 text (surrounding whitespace allowed, none inside).
     static func objectArgument(_ path: String, io: ToolIO) throws(AttestError) -> [UInt8] {
         let text = try readInput(path, io: io)
-        guard let bytes = StrictBase64.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        guard let bytes = Base64Text.decode(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw AttestError(.objectEncoding, "the object file is not standard base64")
         }
         return bytes
@@ -124,17 +124,5 @@ enum VerifyCommands {
         } catch {
             throw AttestError(.inputUnreadable, "cannot read \(path)")
         }
-    }
-}
-
-/// Strict RFC 4648 standard base64: padded, no whitespace, no URL-safe alphabet.
-package enum StrictBase64 {
-    /// The bytes, or nil unless `text` is canonical standard base64.
-    package static func decode(_ text: String) -> [UInt8]? {
-        guard let data = Data(base64Encoded: text) else { return nil }
-        let bytes = Array(data)
-        // Foundation accepts non-zero padding bits; re-encoding proves the text was canonical.
-        guard data.base64EncodedString() == text else { return nil }
-        return bytes
     }
 }

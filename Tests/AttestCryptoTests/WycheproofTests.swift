@@ -128,3 +128,36 @@ struct CryptoWrapperTests {
         #expect(CivilTime.unixSeconds(year: 1970, month: 1, day: 1, hour: 0, minute: 0, second: 0) == 0)
     }
 }
+
+@Suite("Strict base64 (RFC 4648)")
+struct Base64TextTests {
+    @Test("round-trips every length from 0 to 64 in both alphabets")
+    func roundTrip() {
+        for length in 0...64 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            #expect(Base64Text.decode(Base64Text.encode(bytes, .standard), .standard) == bytes)
+            #expect(Base64Text.decode(Base64Text.encode(bytes, .url), .url) == bytes)
+        }
+    }
+
+    @Test("matches RFC 4648 section 10 test vectors")
+    func vectors() {
+        let cases = ["": "", "f": "Zg==", "fo": "Zm8=", "foo": "Zm9v", "foob": "Zm9vYg==", "fooba": "Zm9vYmE=", "foobar": "Zm9vYmFy"]
+        for (plain, encoded) in cases {
+            #expect(Base64Text.encode(Array(plain.utf8)) == encoded)
+            #expect(Base64Text.decode(encoded) == Array(plain.utf8))
+            #expect(Base64Text.encode(Array(plain.utf8), .url) == encoded.replacingOccurrences(of: "=", with: ""))
+        }
+    }
+
+    @Test(
+        "refuses non-canonical text: whitespace, the other alphabet, wrong padding, stray bits",
+        arguments: [
+            ("Zm9v Yg==", Base64Text.Alphabet.standard), ("Zm9vYg=", .standard), ("Zm9vYg", .standard), ("Zm9vYh==", .standard),
+            ("_-8=", .standard), ("Zm9vYg==", .url), ("+/8", .url), ("Zm9vY", .url), ("Zm9vYh", .url), ("Zg==\n", .standard),
+            ("====", .standard), ("Z===", .standard),
+        ])
+    func refuses(_ text: String, _ alphabet: Base64Text.Alphabet) {
+        #expect(Base64Text.decode(text, alphabet) == nil)
+    }
+}
