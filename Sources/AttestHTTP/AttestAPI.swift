@@ -108,11 +108,7 @@ package struct AttestAPI: HTTPResponder {
             let issued = try serviceCall { () throws(ServiceError) in
                 try service.issueChallenge(clientID: fields["client_id"] ?? "", from: request.remoteAddress)
             }
-            struct Body: Encodable {
-                let challenge: String
-                let expires_in: Int64
-            }
-            return JSONBody.response(Body(challenge: issued.challenge, expires_in: issued.expiresIn))
+            return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
         case "attest":
             let fields = try jsonFields(request, required: ["client_id", "key_id", "attestation", "challenge"])
             context.clientID = fields["client_id"]
@@ -134,16 +130,10 @@ package struct AttestAPI: HTTPResponder {
         case "authorize":
             return try authorize(request, &context)
         case "healthz":
-            struct Health: Encodable {
-                let status = "ok"
-                let trust_anchor: String
-                let test_mode: Bool
-                let version: String
-            }
-            return JSONBody.response(
-                Health(
-                    trust_anchor: settings.trustsAppleRoot ? "apple" : "custom (test only)", test_mode: settings.testClock != nil,
-                    version: settings.version))
+            return JSONBody.response([
+                ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"), ("test_mode", settings.testClock != nil),
+                ("version", settings.version),
+            ])
         case "test_clock":
             let fields = try jsonFields(request, required: ["now"])
             guard let clock = settings.testClock, let seconds = Int64(fields["now"] ?? ""), seconds >= 0 else {
@@ -151,14 +141,14 @@ package struct AttestAPI: HTTPResponder {
             }
             clock.set(seconds)
             logger.log("warning", "test clock set", ["test.now": seconds])
-            return JSONBody.response(["now": seconds])
+            return JSONBody.response([("now", seconds)])
         case "test_challenge":
             let fields = try jsonFields(request, required: ["client_id", "challenge"])
             guard let bytes = Encoding.base64URL(fields["challenge"] ?? ""), (1...256).contains(bytes.count) else {
                 throw Problem.malformed("challenge", "challenge must be base64url (no padding) of 1 to 256 bytes")
             }
             try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: fields["client_id"] ?? "", bytes: bytes) }
-            return JSONBody.response(["seeded": true])
+            return JSONBody.response([("seeded", true)])
         default:
             let text = metrics.render(gauges: gauges())
             return HTTPResponse(
@@ -169,15 +159,10 @@ package struct AttestAPI: HTTPResponder {
 
     private func tokenResponse(_ token: IssuedToken) -> HTTPResponse {
         metrics.recordTokenMinted()
-        struct Body: Encodable {
-            let access_token: String
-            let token_type = "Bearer"
-            let expires_in: Int64
-            let scope: String
-            let workspace_id: String
-        }
-        return JSONBody.response(
-            Body(access_token: token.accessToken, expires_in: token.expiresIn, scope: token.scope, workspace_id: token.workspaceID))
+        return JSONBody.response([
+            ("access_token", token.accessToken), ("token_type", "Bearer"), ("expires_in", token.expiresIn), ("scope", token.scope),
+            ("workspace_id", token.workspaceID),
+        ])
     }
 
     /// Runs a verification, recording its outcome in the metrics.
@@ -250,22 +235,13 @@ package struct AttestAPI: HTTPResponder {
         let active = try serviceCall { () throws(ServiceError) in try service.introspect(token) }
         guard let active else {
             context.outcome = "inactive"
-            return JSONBody.response(["active": false])
+            return JSONBody.response([("active", false)])
         }
         context.clientID = active.clientID
-        struct Body: Encodable {
-            let active = true
-            let scope: String
-            let client_id: String
-            let workspace_id: String
-            let iat: Int64
-            let exp: Int64
-            let token_type = "Bearer"
-        }
-        return JSONBody.response(
-            Body(
-                scope: active.scope, client_id: active.clientID, workspace_id: active.workspaceID, iat: active.issuedAt,
-                exp: active.expiresAt))
+        return JSONBody.response([
+            ("active", true), ("scope", active.scope), ("client_id", active.clientID), ("workspace_id", active.workspaceID),
+            ("iat", active.issuedAt), ("exp", active.expiresAt), ("token_type", "Bearer"),
+        ])
     }
 
     /// Forward-auth (nginx `auth_request`, Envoy `ext_authz`): 200 with the workspace, or 401.

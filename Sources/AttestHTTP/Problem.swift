@@ -46,18 +46,12 @@ struct Problem: Error, Sendable {
     }
 
     var response: HTTPResponse {
-        struct Body: Encodable {
-            let type = "about:blank"
-            let title: String
-            let status: Int
-            let code: String
-            let reason: String
-            let detail: String
-        }
-        let body = Body(title: HTTPStatus.phrase(status), status: status, code: code, reason: reason, detail: detail)
+        let body = JSONBody.encode([
+            ("type", "about:blank"), ("title", HTTPStatus.phrase(status)), ("status", status), ("code", code), ("reason", reason),
+            ("detail", detail),
+        ])
         return HTTPResponse(
-            status: status, headers: [HTTPHeader(name: "Content-Type", value: "application/problem+json")] + headers,
-            body: JSONBody.encode(body))
+            status: status, headers: [HTTPHeader(name: "Content-Type", value: "application/problem+json")] + headers, body: body)
     }
 }
 
@@ -80,18 +74,25 @@ enum HTTPStatus {
     }
 }
 
+/// JSON bodies of the API: flat objects of strings, integers and booleans, written directly
+/// (members in the given order).
 enum JSONBody {
-    static func encode(_ value: some Encodable) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map { Array($0) } ?? Array("{}".utf8)
+    static func encode(_ members: [(String, any Sendable)]) -> [UInt8] {
+        var text = "{"
+        for (index, (key, value)) in members.enumerated() {
+            if index > 0 { text += "," }
+            JSONText.appendString(key, to: &text)
+            text += ":"
+            JSONText.appendValue(value, to: &text)
+        }
+        return Array((text + "}").utf8)
     }
 
-    static func response(_ value: some Encodable, status: Int = 200, headers: [HTTPHeader] = []) -> HTTPResponse {
+    static func response(_ members: [(String, any Sendable)], status: Int = 200, headers: [HTTPHeader] = []) -> HTTPResponse {
         HTTPResponse(
             status: status,
             headers: [HTTPHeader(name: "Content-Type", value: "application/json"), HTTPHeader(name: "Cache-Control", value: "no-store")]
                 + headers,
-            body: encode(value))
+            body: encode(members))
     }
 }

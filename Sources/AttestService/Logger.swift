@@ -31,14 +31,71 @@ package struct Logger: Sendable {
         self.fields = fields
     }
 
-    /// Logs `message` at `level` with string and number fields.
+    /// Logs `message` at `level` with string, integer, floating-point and boolean fields.
+    ///
+    /// Hand-written JSON with sorted keys: Foundation's date formatter and JSONSerialization cost
+    /// about half of a request's CPU when they ran on every request.
     package func log(_ level: String, _ message: String, _ fields: [String: any Sendable] = [:]) {
-        var object: [String: Any] = ["ts": ISO8601DateFormatter().string(from: Date()), "level": level, "msg": message]
+        var object: [String: any Sendable] = ["ts": UTCTimestamp.now(), "level": level, "msg": message]
         for (key, value) in self.fields { object[key] = value }
         for (key, value) in fields { object[key] = value }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return
+        var line = "{"
+        for (index, key) in object.keys.sorted().enumerated() {
+            if index > 0 { line += "," }
+            JSONText.appendString(key, to: &line)
+            line += ":"
+            JSONText.appendValue(object[key], to: &line)
         }
-        sink.write(String(decoding: data, as: UTF8.self))
+        sink.write(line + "}")
+    }
+}
+
+/// Minimal JSON text writing for log lines.
+package enum JSONText {
+    /// Appends `value` as a JSON string literal.
+    package static func appendString(_ value: String, to out: inout String) {
+        out += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+
+    /// Appends a string, integer, floating-point or boolean value; anything else as its description.
+    package static func appendValue(_ value: (any Sendable)?, to out: inout String) {
+        switch value {
+        case let text as String: appendString(text, to: &out)
+        case let number as Int: out += String(number)
+        case let number as Int64: out += String(number)
+        case let number as UInt32: out += String(number)
+        case let number as Double: out += number.isFinite ? String(number) : "null"
+        case let flag as Bool: out += flag ? "true" : "false"
+        case nil: out += "null"
+        case let other?: appendString(String(describing: other), to: &out)
+        }
+    }
+}
+
+/// RFC 3339 UTC timestamps with second precision, without Foundation's formatters.
+package enum UTCTimestamp {
+    /// Now, e.g. "2026-11-30T11:41:49Z".
+    package static func now() -> String {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        var parts = tm()
+        var seconds = time.tv_sec
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : String(value) }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
     }
 }
