@@ -144,25 +144,36 @@ package final class TokenService: Sendable {
         let integration = try activeIntegration(request.clientID)
         let now = clock.now()
         try limit(["k:" + integration.clientID: policy.attestPerIntegration, "a:" + address: policy.perAddress], now: now)
-        try consume(challenge, for: integration, now: now)
-
-        let appIDs = try Self.appIDs(integration)
-        let verified: VerifiedAttestation
-        do {
-            verified = try verifier.verify(
-                AttestationInput(
-                    object: object, keyID: keyID, clientDataHash: Digest.sha256(challenge), appIDs: appIDs,
-                    allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
-        } catch {
-            throw ServiceError.rejected(error, attestation: true)
+        let challengeID = try usableChallenge(challenge, for: integration, now: now)
+        return try consumingOnFailure(challengeID, now: now) { () throws(ServiceError) -> IssuedToken in
+            let appIDs = try Self.appIDs(integration)
+            let verified: VerifiedAttestation
+            do throws(AttestError) {
+                verified = try verifier.verify(
+                    AttestationInput(
+                        object: object, keyID: keyID, clientDataHash: Digest.sha256(challenge), appIDs: appIDs,
+                        allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
+            } catch {
+                throw ServiceError.rejected(error, attestation: true)
+            }
+            return try register(verified, keyID: keyID, integration: integration, challengeID: challengeID, now: now)
         }
+    }
+
+    /// Stores the verified key and its first token, consuming the challenge in the same transaction.
+    private func register(
+        _ verified: VerifiedAttestation, keyID: [UInt8], integration: IntegrationRecord, challengeID: [UInt8], now: Int64
+    ) throws(ServiceError) -> IssuedToken {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
             environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now)
-        let outcome = try stored { () throws(StorageError) in try store.registerDevice(device, firstToken: record) }
+        let outcome = try stored { () throws(StorageError) in
+            try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
+        }
         switch outcome {
         case .registered: return token
+        case .challengeUsed: throw Self.challengeUsed
         case .integrationRevoked: throw Self.revoked
         case .keyExists(.active):
             throw ServiceError(.keyAlreadyRegistered, reason: "key_already_registered", "this key ID is already registered")
@@ -179,8 +190,15 @@ package final class TokenService: Sendable {
         let challenge = try challenge(request.challenge)
         let integration = try activeIntegration(request.clientID)
         let now = clock.now()
-        try consume(challenge, for: integration, now: now)
+        let challengeID = try usableChallenge(challenge, for: integration, now: now)
+        return try consumingOnFailure(challengeID, now: now) { () throws(ServiceError) -> IssuedToken in
+            try refresh(keyID: keyID, object: object, challenge: challenge, challengeID: challengeID, integration: integration, now: now)
+        }
+    }
 
+    private func refresh(
+        keyID: [UInt8], object: [UInt8], challenge: [UInt8], challengeID: [UInt8], integration: IntegrationRecord, now: Int64
+    ) throws(ServiceError) -> IssuedToken {
         // An unknown key and a key of another integration get the same answer as a bad signature.
         let unknownKey = ServiceError(.assertionRejected, reason: AttestError.Code.signature.identifier, "the assertion does not verify")
         guard let device = try stored({ () throws(StorageError) in try store.device(keyID: keyID) }),
@@ -203,10 +221,12 @@ package final class TokenService: Sendable {
         }
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let outcome = try stored { () throws(StorageError) in
-            try store.advanceCounter(keyID: keyID, from: device.counter, to: verified.counter, at: now, token: record)
+            try store.advanceCounter(
+                keyID: keyID, from: device.counter, to: verified.counter, at: now, token: record, consumingChallenge: challengeID)
         }
         switch outcome {
         case .advanced: return token
+        case .challengeUsed: throw Self.challengeUsed
         case .counterChanged:
             throw ServiceError(
                 .assertionRejected, reason: AttestError.Code.counterNotIncreasing.identifier,
@@ -261,22 +281,43 @@ package final class TokenService: Sendable {
         }
     }
 
-    /// Consumes the challenge on first presentation, whatever the outcome that follows.
-    private func consume(_ challenge: [UInt8], for integration: IntegrationRecord, now: Int64) throws(ServiceError) {
-        let consumption = try stored { () throws(StorageError) in
-            try store.consumeChallenge(id: Self.storedID(of: challenge), at: now)
-        }
-        switch consumption {
-        case .unknown:
+    static let challengeUsed = ServiceError(.invalidChallenge, reason: "challenge_used", "this challenge was already presented")
+
+    /// The stored ID of a challenge that can still be used by this integration. Why not consume
+    /// it here: the successful path consumes it in the same transaction that stores the result,
+    /// saving a durable commit per request; every failing path consumes it too
+    /// (`consumingOnFailure`), so it is spent on first presentation whatever the outcome.
+    private func usableChallenge(_ challenge: [UInt8], for integration: IntegrationRecord, now: Int64) throws(ServiceError) -> [UInt8] {
+        let id = Self.storedID(of: challenge)
+        guard let state = try stored({ () throws(StorageError) in try store.challenge(id: id) }) else {
             throw ServiceError(.invalidChallenge, reason: "challenge_unknown", "this challenge was not issued")
-        case .alreadyUsed:
-            throw ServiceError(.invalidChallenge, reason: "challenge_used", "this challenge was already presented")
-        case .fresh(let clientID, _) where clientID != integration.clientID:
+        }
+        guard !state.consumed else { throw Self.challengeUsed }
+        if state.clientID != integration.clientID {
+            try consumeNow(id, now: now)
             throw ServiceError(.invalidChallenge, reason: "challenge_wrong_integration", "this challenge was issued to another integration")
-        case .fresh(_, let expiresAt) where expiresAt <= now:
+        }
+        if state.expiresAt <= now {
+            try consumeNow(id, now: now)
             throw ServiceError(.invalidChallenge, reason: "challenge_expired", "this challenge has expired")
-        case .fresh:
-            return
+        }
+        return id
+    }
+
+    private func consumeNow(_ id: [UInt8], now: Int64) throws(ServiceError) {
+        _ = try stored { () throws(StorageError) in try store.consumeChallenge(id: id, at: now) }
+    }
+
+    /// Runs `body`; if it fails, consumes the challenge before rethrowing (a no-op when the
+    /// failing transaction consumed it already).
+    private func consumingOnFailure(
+        _ challengeID: [UInt8], now: Int64, _ body: () throws(ServiceError) -> IssuedToken
+    ) throws(ServiceError) -> IssuedToken {
+        do {
+            return try body()
+        } catch {
+            if error != Self.challengeUsed { try consumeNow(challengeID, now: now) }
+            throw error
         }
     }
 

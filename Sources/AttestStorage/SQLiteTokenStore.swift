@@ -213,6 +213,19 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
+    package func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState? {
+        try read { database throws(StorageError) in
+            try Self.rows(database, "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = ?", [.blob(id)]) {
+                ChallengeState(clientID: $0.string(at: 0) ?? "", expiresAt: $0.int64(at: 1), consumed: !$0.isNull(at: 2))
+            }.first
+        }
+    }
+
+    /// Consumes an unconsumed challenge inside the caller's transaction; false if it was consumed already.
+    private static func consume(_ id: [UInt8], at time: Int64, in database: SQLiteDatabase) throws(StorageError) -> Bool {
+        try run(database, "UPDATE challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL", [.integer(time), .blob(id)]) == 1
+    }
+
     package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption {
         try write { database throws(StorageError) -> ChallengeConsumption in
             let found = try Self.rows(database, "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = ?", [.blob(id)]) {
@@ -227,8 +240,11 @@ package final class SQLiteTokenStore: TokenStore {
 
     // MARK: Devices and tokens
 
-    package func registerDevice(_ device: DeviceRecord, firstToken: TokenRecord) throws(StorageError) -> RegistrationOutcome {
+    package func registerDevice(
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+    ) throws(StorageError) -> RegistrationOutcome {
         try write { database throws(StorageError) -> RegistrationOutcome in
+            guard try Self.consume(challengeID, at: time, in: database) else { return .challengeUsed }
             guard try Self.isActive(database, clientID: device.clientID) else { return .integrationRevoked }
             let existing = try Self.rows(database, "SELECT status FROM devices WHERE key_id = ?", [.blob(device.keyID)]) {
                 DeviceStatus(rawValue: $0.string(at: 0) ?? "") ?? .revoked
@@ -269,9 +285,11 @@ package final class SQLiteTokenStore: TokenStore {
     }
 
     package func advanceCounter(
-        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord
+        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
+        consumingChallenge challengeID: [UInt8]
     ) throws(StorageError) -> CounterAdvance {
         try write { database throws(StorageError) -> CounterAdvance in
+            guard try Self.consume(challengeID, at: time, in: database) else { return .challengeUsed }
             guard try Self.isActive(database, clientID: token.clientID) else { return .integrationRevoked }
             let status = try Self.rows(database, "SELECT status FROM devices WHERE key_id = ?", [.blob(keyID)]) { $0.string(at: 0) }
             guard status.first == "active" else { return .deviceBlocked }

@@ -104,9 +104,24 @@ package enum ChallengeConsumption: Sendable, Equatable {
     case unknown
 }
 
+/// A challenge as stored, read without consuming it.
+package struct ChallengeState: Sendable, Equatable {
+    package var clientID: String
+    package var expiresAt: Int64
+    package var consumed: Bool
+
+    package init(clientID: String, expiresAt: Int64, consumed: Bool) {
+        self.clientID = clientID
+        self.expiresAt = expiresAt
+        self.consumed = consumed
+    }
+}
+
 /// The outcome of registering a device and minting its first token in one transaction.
 package enum RegistrationOutcome: Sendable, Equatable {
     case registered
+    /// The challenge was consumed by another request first; nothing else changed.
+    case challengeUsed
     /// The integration was revoked before the transaction (re-checked inside it).
     case integrationRevoked
     /// The key ID is already registered; nothing was changed.
@@ -116,6 +131,8 @@ package enum RegistrationOutcome: Sendable, Equatable {
 /// The outcome of advancing a device counter and minting a token in one transaction.
 package enum CounterAdvance: Sendable, Equatable {
     case advanced
+    /// The challenge was consumed by another request first; nothing else changed.
+    case challengeUsed
     case integrationRevoked
     case deviceBlocked
     /// Another request advanced the counter first (compare-and-set lost); no token minted.
@@ -155,16 +172,24 @@ package protocol TokenStore: Sendable {
     /// Stores a challenge, replacing any earlier one with the same ID (test-mode seeding only,
     /// where recorded devices reuse fixed client data).
     func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError)
+    /// The challenge with this ID, without consuming it.
+    func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState?
     /// Marks the challenge consumed and reports what it was.
     func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption
-    /// Registers a freshly attested device and its first token, after re-checking the integration.
-    func registerDevice(_ device: DeviceRecord, firstToken: TokenRecord) throws(StorageError) -> RegistrationOutcome
+    /// In one transaction: consumes the challenge (compare-and-set: unconsumed), then re-checks
+    /// the integration and the key ID and registers the device with its first token. The
+    /// consumption is committed whatever the outcome, except `challengeUsed`.
+    func registerDevice(
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+    ) throws(StorageError) -> RegistrationOutcome
     /// The device with this key ID.
     func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
-    /// Compare-and-set the counter from `previous` to `counter` and store `token`, after
-    /// re-checking the integration's and the device's status.
+    /// In one transaction: consumes the challenge (compare-and-set), re-checks the integration's
+    /// and the device's status, compare-and-sets the counter from `previous` to `counter`, and
+    /// stores `token`. The consumption is committed whatever the outcome, except `challengeUsed`.
     func advanceCounter(
-        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord
+        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
+        consumingChallenge challengeID: [UInt8]
     ) throws(StorageError) -> CounterAdvance
     /// The unexpired token with this hash whose integration is active.
     func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord?

@@ -1,5 +1,6 @@
 import AttestHTTP
 import AttestService
+import Foundation
 import Testing
 
 @Suite("attestd configuration: flags over ATTESTD_* environment")
@@ -54,5 +55,25 @@ struct ServerConfigurationTests {
         {
             #expect(ServerConfiguration.usage.contains(name))
         }
+    }
+}
+
+@Suite("Structured log lines")
+struct LogLineTests {
+    @Test("writes one JSON object per line with sorted keys, escaping what JSON requires")
+    func escaping() throws {
+        let sink = MemorySink()
+        Logger(sink: sink, fields: ["tool": "t"]).log("info", "hello \"world\"\n", ["n": 3, "ok": true, "x": 1.5, "path": "a\\b\u{1}"])
+        let line = sink.all
+        #expect(!line.contains("\n"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["msg"] as? String == "hello \"world\"\n")
+        #expect(object["path"] as? String == "a\\b\u{1}")
+        #expect(object["n"] as? Int == 3)
+        #expect(object["ok"] as? Bool == true)
+        #expect(object["tool"] as? String == "t")
+        let ts = try #require(object["ts"] as? String)
+        #expect(ts.count == 20 && ts.hasSuffix("Z") && ts.dropFirst(10).first == "T")
+        #expect(line.hasPrefix(#"{"level":"info","msg":"#))
     }
 }

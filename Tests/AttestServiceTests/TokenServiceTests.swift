@@ -65,6 +65,22 @@ struct TokenServiceTests {
                 == ServiceError(.invalidChallenge, reason: "challenge_used", ""))
     }
 
+    @Test("consumes the challenge of a failed refresh too: the same challenge with a valid assertion is refused")
+    func refreshFailureConsumes() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        var device = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
+        var valid = try world.refreshRequest(&device)
+        var broken = valid
+        broken.assertion = try world.refreshRequest(&device, counter: 0).assertion  // counter 0: refused
+        #expect(serviceError { try world.service.refresh(broken, from: "127.0.0.1") }?.code == .assertionRejected)
+        valid.challenge = broken.challenge
+        #expect(
+            serviceError { try world.service.refresh(valid, from: "127.0.0.1") }
+                == ServiceError(.invalidChallenge, reason: "challenge_used", ""))
+    }
+
     @Test("refuses an expired challenge at TTL + 1 s and accepts it at TTL - 1 s (G4)")
     func challengeExpiry() throws {
         let world = try ServiceWorld()
