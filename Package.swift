@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "attestctl", targets: ["attestctl"]),
         .executable(name: "attest-bench", targets: ["attest-bench"]),
         .executable(name: "attest-fuzz", targets: ["attest-fuzz"]),
+        .executable(name: "attest-load", targets: ["attest-load"]),
     ],
     targets: [
         // C libraries from Debian, each imported by exactly one Swift target.
@@ -50,6 +51,8 @@ let package = Package(
             swiftSettings: strict),
 
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore"], swiftSettings: strict),
+        .executableTarget(
+            name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestTesting"], swiftSettings: strict),
 
         .testTarget(
             name: "AttestCryptoTests", dependencies: ["AttestCrypto", "AttestTesting"], swiftSettings: strict),

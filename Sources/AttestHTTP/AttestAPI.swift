@@ -86,12 +86,15 @@ package struct AttestAPI: HTTPResponder {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let routeName = route?.name ?? "unknown"
         metrics.recordRequest(route: routeName, status: response.status, seconds: seconds)
-        var fields: [String: any Sendable] = [
-            "request.id": requestID, "route": routeName, "status": response.status, "duration_ms": (seconds * 1e6).rounded() / 1e3,
-            "outcome": context.outcome ?? "ok", "remote": request.remoteAddress,
-        ]
-        if let clientID = context.clientID { fields["client.id"] = clientID }
-        if routeName != "metrics" && routeName != "healthz" { logger.log(response.status >= 500 ? "error" : "info", "request", fields) }
+        if routeName != "metrics" && routeName != "healthz" {
+            var fields: [(String, any Sendable)] = [
+                ("request.id", requestID), ("route", routeName), ("status", response.status),
+                ("duration_ms", (seconds * 1e6).rounded() / 1e3), ("outcome", context.outcome ?? "ok"),
+            ]
+            if let clientID = context.clientID { fields.append(("client.id", clientID)) }
+            fields.append(("remote", request.remoteAddress))
+            logger.log(response.status >= 500 ? "error" : "info", "request", fields: fields)
+        }
         return response
     }
 
@@ -131,7 +134,8 @@ package struct AttestAPI: HTTPResponder {
             return try authorize(request, &context)
         case "healthz":
             return JSONBody.response([
-                ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"), ("test_mode", settings.testClock != nil),
+                ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"),
+                ("test_mode", settings.testClock != nil),
                 ("version", settings.version),
             ])
         case "test_clock":
