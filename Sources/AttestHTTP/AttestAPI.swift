@@ -87,12 +87,12 @@ package struct AttestAPI: HTTPResponder {
         let routeName = route?.name ?? "unknown"
         metrics.recordRequest(route: routeName, status: response.status, seconds: seconds)
         if routeName != "metrics" && routeName != "healthz" {
-            var fields: [(String, any Sendable)] = [
-                ("request.id", requestID), ("route", routeName), ("status", response.status),
-                ("duration_ms", (seconds * 1e6).rounded() / 1e3), ("outcome", context.outcome ?? "ok"),
+            var fields: [(String, LogValue)] = [
+                ("request.id", .string(requestID)), ("route", .string(routeName)), ("status", .int(response.status)),
+                ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(context.outcome ?? "ok")),
             ]
-            if let clientID = context.clientID { fields.append(("client.id", clientID)) }
-            fields.append(("remote", request.remoteAddress))
+            if let clientID = context.clientID { fields.append(("client.id", .string(clientID))) }
+            fields.append(("remote", .string(request.remoteAddress)))
             logger.log(response.status >= 500 ? "error" : "info", "request", fields: fields)
         }
         return response
@@ -144,7 +144,7 @@ package struct AttestAPI: HTTPResponder {
                 throw Problem.malformed("now", "now must be Unix seconds as a string")
             }
             clock.set(seconds)
-            logger.log("warning", "test clock set", ["test.now": seconds])
+            logger.log("warning", "test clock set", ["test.now": .int(Int(seconds))])
             return JSONBody.response([("now", seconds)])
         case "test_challenge":
             let fields = try jsonFields(request, required: ["client_id", "challenge"])
@@ -179,7 +179,7 @@ package struct AttestAPI: HTTPResponder {
             if [.attestationRejected, .assertionRejected, .malformedRequest].contains(error.code) {
                 metrics.recordOutcome(kind: kind, code: error.reason)
             }
-            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": error.detail]) }
+            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": .string(error.detail)]) }
             throw Problem(error)
         }
     }
@@ -188,7 +188,7 @@ package struct AttestAPI: HTTPResponder {
         do {
             return try body()
         } catch {
-            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": error.detail]) }
+            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": .string(error.detail)]) }
             throw Problem(error)
         }
     }
@@ -269,13 +269,18 @@ package struct AttestAPI: HTTPResponder {
             ])
     }
 
-    /// The credential of exactly one `Authorization: Bearer <credential>` header.
+    /// The credential of exactly one `Authorization: Bearer <credential>` header (scheme
+    /// case-insensitive, one space, no further spaces).
     static func bearer(_ request: HTTPRequest) -> String? {
         let values = request.headerValues("Authorization")
-        guard values.count == 1, let value = values.first, value.utf8.count <= 512 else { return nil }
-        let parts = value.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", !parts[1].isEmpty else { return nil }
-        return String(parts[1])
+        guard values.count == 1, let value = values.first else { return nil }
+        let bytes = value.utf8
+        guard bytes.count > 7, bytes.count <= 512 else { return nil }
+        let scheme = bytes.prefix(7)
+        guard zip(scheme, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        let credential = bytes.dropFirst(7)
+        guard !credential.contains(0x20) else { return nil }
+        return String(credential)
     }
 }
 

@@ -42,7 +42,7 @@ package final class Server: Sendable {
                 anchor = try TrustAnchor.custom(pem: String(contentsOfFile: file, encoding: .utf8))
                 logger.log(
                     "warning", "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
-                    ["trust_anchor.file": file, "trust_anchor.is_apple": anchor.isAppleRoot])
+                    ["trust_anchor.file": .string(file), "trust_anchor.is_apple": .bool(anchor.isAppleRoot)])
             } else {
                 anchor = try TrustAnchor.appleAppAttestationRoot()
             }
@@ -96,7 +96,10 @@ package final class Server: Sendable {
         }
         logger.log(
             "info", "listening",
-            ["listen.host": configuration.host, "listen.port": Int(http.port), "db": configuration.databasePath, "version": version])
+            [
+                "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
+                "db": .string(configuration.databasePath), "version": .string(version),
+            ])
     }
 
     /// Stops accepting, lets in-flight requests finish, and closes the listener.
@@ -109,9 +112,9 @@ package final class Server: Sendable {
     package func purge(clock: any Clock = SystemClock()) {
         do {
             let removed = try store.purgeExpired(at: clock.now())
-            if removed > 0 { logger.log("info", "purged expired rows", ["rows": removed]) }
+            if removed > 0 { logger.log("info", "purged expired rows", ["rows": .int(removed)]) }
         } catch {
-            logger.log("error", "purge failed", ["error": error.code.rawValue])
+            logger.log("error", "purge failed", ["error": .string(error.code.rawValue)])
         }
     }
 }

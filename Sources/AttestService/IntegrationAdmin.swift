@@ -61,7 +61,10 @@ package struct IntegrationAdmin: Sendable {
         try stored { () throws(StorageError) in try store.insertIntegration(record) }
         logger?.log(
             "info", "integration created",
-            ["client.id": record.clientID, "workspace.id": workspaceID, "team.id": teamID, "bundle_ids": bundleIDs.count])
+            [
+                "client.id": .string(record.clientID), "workspace.id": .string(workspaceID), "team.id": .string(teamID),
+                "bundle_ids": .int(bundleIDs.count),
+            ])
         return record
     }
 
@@ -71,7 +74,10 @@ package struct IntegrationAdmin: Sendable {
         if let summary {
             logger?.log(
                 "warning", summary.changed ? "integration revoked" : "integration already revoked",
-                ["client.id": clientID, "tokens_revoked": summary.tokensRevoked, "devices_blocked": summary.devicesBlocked])
+                [
+                    "client.id": .string(clientID), "tokens_revoked": .int(summary.tokensRevoked),
+                    "devices_blocked": .int(summary.devicesBlocked),
+                ])
         }
         return summary
     }

@@ -63,7 +63,8 @@ struct LogLineTests {
     @Test("writes one JSON object per line (ts, level, msg first), escaping what JSON requires")
     func escaping() throws {
         let sink = MemorySink()
-        Logger(sink: sink, fields: ["tool": "t"]).log("info", "hello \"world\"\n", ["n": 3, "ok": true, "x": 1.5, "path": "a\\b\u{1}"])
+        Logger(sink: sink, fields: ["tool": "t"]).log(
+            "info", "hello \"world\"\n", ["n": 3, "ok": true, "x": .double(1.5), "path": "a\\b\u{1}"])
         let line = sink.all
         #expect(!line.contains("\n"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
@@ -71,6 +72,7 @@ struct LogLineTests {
         #expect(object["path"] as? String == "a\\b\u{1}")
         #expect(object["n"] as? Int == 3)
         #expect(object["ok"] as? Bool == true)
+        #expect(object["x"] as? Double == 1.5)
         #expect(object["tool"] as? String == "t")
         let ts = try #require(object["ts"] as? String)
         #expect(ts.count == 20 && ts.hasSuffix("Z") && ts.dropFirst(10).first == "T")
