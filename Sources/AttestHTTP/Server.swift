@@ -80,10 +80,11 @@ package final class Server: Sendable {
                 gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version, testClock: testClock),
             logger: logger,
             gauges: {
-                let counts = (try? store.activeCounts()) ?? (0, 0)
+                let counts = (try? store.activeCounts()) ?? (0, 0, 0)
                 return [
                     ("attestd_active_integrations", "Integrations not revoked.", counts.0),
                     ("attestd_active_devices", "Device keys not blocked.", counts.1),
+                    ("attestd_revoked_integrations", "Integrations revoked (permanently).", counts.2),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]
             })

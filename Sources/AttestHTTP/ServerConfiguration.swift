@@ -12,6 +12,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
     /// Only from the command line (no environment variable), and only on a loopback address.
     package var insecureTestMode = false
+    /// Seconds between purges of expired challenges and tokens.
+    package var purgeIntervalSeconds = 60
     /// How long a request waits for another writer (attestctl, a backup) before answering 503.
     package var busyTimeoutMilliseconds = 2000
     package var attestPerIntegration = ServicePolicy().attestPerIntegration
@@ -40,6 +42,7 @@ package struct ServerConfiguration: Sendable, Equatable {
             "--busy-timeout-ms", "ATTESTD_BUSY_TIMEOUT_MS", "MS",
             "wait this long for another database writer before answering 503 (default 2000)"
         ),
+        ("--purge-interval", "ATTESTD_PURGE_INTERVAL", "SECONDS", "delete expired challenges and tokens this often (default 60)"),
         (
             "--insecure-test-mode", "", "",
             "NEVER IN PRODUCTION: enables POST /test/clock and /test/challenge to replay recorded devices (loopback only)"
@@ -126,6 +129,12 @@ package struct ServerConfiguration: Sendable, Equatable {
         if let threads = values["--threads"] {
             guard let count = Int(threads), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }
             configuration.threads = count
+        }
+        if let text = values["--purge-interval"] {
+            guard let interval = Int(text), (1...86_400).contains(interval) else {
+                throw UsageError(message: "--purge-interval takes 1 to 86400 seconds")
+            }
+            configuration.purgeIntervalSeconds = interval
         }
         if let text = values["--busy-timeout-ms"] {
             guard let milliseconds = Int(text), (0...60_000).contains(milliseconds) else {

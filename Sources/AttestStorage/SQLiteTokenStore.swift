@@ -49,6 +49,7 @@ package final class SQLiteTokenStore: TokenStore {
     /// `durable: false` commits with `synchronous=NORMAL` (in WAL mode: safe against a process
     /// crash, but a power loss may drop the last commits). Only for rows whose loss is harmless
     /// (an issued, unused challenge); every security decision commits with `synchronous=FULL`.
+    @discardableResult
     private func write<T: Sendable>(durable: Bool = true, _ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
         try writer.use { database throws(StorageError) -> T in
             if !durable { try database.execute("PRAGMA synchronous=NORMAL") }
@@ -330,11 +331,12 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
-    package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int) {
+    package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int) {
         try read { database throws(StorageError) in
             let integrations = try Self.rows(database, "SELECT count(*) FROM integrations WHERE status = 'active'", []) { $0.int64(at: 0) }
+            let revoked = try Self.rows(database, "SELECT count(*) FROM integrations WHERE status = 'revoked'", []) { $0.int64(at: 0) }
             let devices = try Self.rows(database, "SELECT count(*) FROM devices WHERE status = 'active'", []) { $0.int64(at: 0) }
-            return (Int(integrations.first ?? 0), Int(devices.first ?? 0))
+            return (Int(integrations.first ?? 0), Int(devices.first ?? 0), Int(revoked.first ?? 0))
         }
     }
 }

@@ -195,6 +195,6 @@ package protocol TokenStore: Sendable {
     func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord?
     /// Deletes expired tokens and challenges that expired before `time`; returns how many rows went.
     func purgeExpired(at time: Int64) throws(StorageError) -> Int
-    /// Counts for metrics: active integrations and active devices.
-    func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int)
+    /// Counts for metrics: active integrations, active devices, revoked integrations.
+    func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int)
 }

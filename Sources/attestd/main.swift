@@ -54,9 +54,11 @@ do {
     exit(1)
 }
 
-// Expired challenges and tokens are purged once a minute.
-let purgeTimer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
-purgeTimer.schedule(deadline: .now() + 60, repeating: 60)
+// Expired challenges and tokens are purged periodically. On the main queue: this closure is
+// main-actor code (top-level code of main.swift), and Swift traps if it runs anywhere else.
+let purgeTimer = DispatchSource.makeTimerSource(queue: .main)
+let purgeInterval = DispatchTimeInterval.seconds(configuration.purgeIntervalSeconds)
+purgeTimer.schedule(deadline: .now() + purgeInterval, repeating: purgeInterval)
 purgeTimer.setEventHandler { server.purge() }
 purgeTimer.resume()
 server.purge()

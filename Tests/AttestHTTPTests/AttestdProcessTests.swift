@@ -75,6 +75,18 @@ struct AttestdProcessTests {
         #expect(log.contains("draining"))
     }
 
+    @Test("keeps serving across purge ticks (the purge timer once trapped on the wrong queue)")
+    func survivesPurge() throws {
+        let directory = try temporaryDirectory()
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0", "--purge-interval", "1"], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        usleep(2_500_000)  // two purge ticks
+        #expect(attestd.process.isRunning)
+        #expect(try RawHTTPClient(port: port).request("GET", "/healthz").status == 200)
+        attestd.process.terminate()
+        #expect(attestd.finish().status == 0)
+    }
+
     @Test("exits 64 with usage on a bad flag and 0 on --help")
     func usage() throws {
         let directory = try temporaryDirectory()
