@@ -75,4 +75,17 @@ package enum Base64Text {
         guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
         return out
     }
+
+    /// A PEM block (RFC 7468): `-----BEGIN LABEL-----`, the base64 in 64-character lines, the end line.
+    package static func pem(label: String, der: [UInt8]) -> String {
+        let body = Array(encode(der).utf8)
+        var lines = ["-----BEGIN \(label)-----"]
+        var start = 0
+        while start < body.count {
+            lines.append(String(decoding: body[start..<min(start + 64, body.count)], as: UTF8.self))
+            start += 64
+        }
+        lines.append("-----END \(label)-----")
+        return lines.joined(separator: "\n") + "\n"
+    }
 }

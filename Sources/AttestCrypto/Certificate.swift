@@ -59,18 +59,7 @@ package final class Certificate: @unchecked Sendable {
     }
 
     /// PEM text of the certificate.
-    package var pem: String {
-        let body = Base64Text.encode(derBytes)
-        var lines = ["-----BEGIN CERTIFICATE-----"]
-        var index = body.startIndex
-        while index < body.endIndex {
-            let end = body.index(index, offsetBy: 64, limitedBy: body.endIndex) ?? body.endIndex
-            lines.append(String(body[index..<end]))
-            index = end
-        }
-        lines.append("-----END CERTIFICATE-----")
-        return lines.joined(separator: "\n") + "\n"
-    }
+    package var pem: String { Base64Text.pem(label: "CERTIFICATE", der: derBytes) }
 
     /// SHA-256 over the DER bytes.
     package var sha256Fingerprint: [UInt8] { Digest.sha256(derBytes) }

@@ -115,18 +115,7 @@ package final class PublicKey: @unchecked Sendable {
     }
 
     /// PEM text of the SubjectPublicKeyInfo.
-    package var pem: String {
-        let body = Base64Text.encode(spkiDERBytes())
-        var lines = ["-----BEGIN PUBLIC KEY-----"]
-        var index = body.startIndex
-        while index < body.endIndex {
-            let end = body.index(index, offsetBy: 64, limitedBy: body.endIndex) ?? body.endIndex
-            lines.append(String(body[index..<end]))
-            index = end
-        }
-        lines.append("-----END PUBLIC KEY-----")
-        return lines.joined(separator: "\n") + "\n"
-    }
+    package var pem: String { Base64Text.pem(label: "PUBLIC KEY", der: spkiDERBytes()) }
 
     /// Verifies a DER-encoded ECDSA signature over `message`, hashed with `digest`.
     ///
