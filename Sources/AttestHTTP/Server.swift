@@ -88,7 +88,8 @@ package final class Server: Sendable {
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]
             })
-        var httpConfiguration = HTTPServer.Configuration(host: configuration.host, port: configuration.port)
+        var httpConfiguration = HTTPServer.Configuration(
+            host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress)
         if let threads = configuration.threads { httpConfiguration.threads = threads }
         do {
             http = try HTTPServer(configuration: httpConfiguration, responder: api)

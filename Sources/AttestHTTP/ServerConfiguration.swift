@@ -12,6 +12,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
     /// Only from the command line (no environment variable), and only on a loopback address.
     package var insecureTestMode = false
+    /// Open connections allowed from one client address (0 = no cap): keeps one slow or
+    /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
+    package var connectionsPerAddress: UInt32 = 128
     /// Seconds between purges of expired challenges and tokens.
     package var purgeIntervalSeconds = 60
     /// How long a request waits for another writer (attestctl, a backup) before answering 503.
@@ -43,6 +46,10 @@ package struct ServerConfiguration: Sendable, Equatable {
             "wait this long for another database writer before answering 503 (default 2000)"
         ),
         ("--purge-interval", "ATTESTD_PURGE_INTERVAL", "SECONDS", "delete expired challenges and tokens this often (default 60)"),
+        (
+            "--connections-per-address", "ATTESTD_CONNECTIONS_PER_ADDRESS", "N",
+            "open connections allowed from one client address, of 1024 in all (default 128; 0 = no cap; raise it behind a proxy)"
+        ),
         (
             "--insecure-test-mode", "", "",
             "NEVER IN PRODUCTION: enables POST /test/clock and /test/challenge to replay recorded devices (loopback only)"
@@ -129,6 +136,10 @@ package struct ServerConfiguration: Sendable, Equatable {
         if let threads = values["--threads"] {
             guard let count = Int(threads), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }
             configuration.threads = count
+        }
+        if let text = values["--connections-per-address"] {
+            guard let count = UInt32(text), count <= 1024 else { throw UsageError(message: "--connections-per-address takes 0 to 1024") }
+            configuration.connectionsPerAddress = count
         }
         if let text = values["--purge-interval"] {
             guard let interval = Int(text), (1...86_400).contains(interval) else {

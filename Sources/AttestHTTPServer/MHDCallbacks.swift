@@ -51,6 +51,9 @@ func accessHandler(
         state.remoteAddress = CMicroHTTPD_connection_client_address(connection).map(SocketAddress.text(of:)) ?? ""
         // Refuse an announced oversized body before reading any of it (and before MHD would send
         // `100 Continue`): the body is never buffered, and closing stops the client from sending it.
+        if hasAmbiguousFraming(state.headers) {
+            return queue(HTTPResponse(status: 400), on: connection, forceClose: true)
+        }
         if declaredBodyLengthExceeds(context.maximumBodyBytes, headers: state.headers) {
             return queuePayloadTooLarge(on: connection)
         }
@@ -85,6 +88,27 @@ func accessHandler(
     state.body = []
     let response = context.responder.respond(to: request)
     return queue(response, on: connection, forceClose: context.isStopping.load(ordering: .sequentiallyConsistent))
+}
+
+/// True for requests that two HTTP parsers could frame two ways (RFC 9112 section 6.3), the
+/// basis of request smuggling behind a proxy: more than one Content-Length, a Content-Length that
+/// is not a plain number, Content-Length beside Transfer-Encoding, or a header name that is not a
+/// token. libmicrohttpd 0.9.75 accepts these (it reads the first Content-Length), so they are
+/// refused here with 400 and the connection is closed.
+func hasAmbiguousFraming(_ headers: [HTTPHeader]) -> Bool {
+    let lengths = headers.filter { $0.name.equalsHeaderName("Content-Length") }
+    if lengths.count > 1 { return true }
+    if let length = lengths.first {
+        if length.value.isEmpty || !length.value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return true }
+        if headers.contains(where: { $0.name.equalsHeaderName("Transfer-Encoding") }) { return true }
+    }
+    return headers.contains { header in
+        header.name.isEmpty
+            || !header.name.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+            }
+    }
 }
 
 /// How many bytes of an oversized chunked body are read and dropped, after the limit is crossed, in the

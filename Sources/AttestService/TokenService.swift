@@ -393,7 +393,8 @@ package final class TokenService: Sendable {
 /// Device public keys as OpenSSL objects, built once per device rather than per assertion.
 final class PublicKeyCache: Sendable {
     private let keys = Mutex<[[UInt8]: PublicKey]>([:])
-    private let capacity = 100_000
+    /// About 2 KB per OpenSSL key object: 10,000 keys bound the cache near 20 MB.
+    private let capacity = 10_000
 
     func key(for device: DeviceRecord) -> PublicKey? {
         if let cached = keys.withLock({ $0[device.keyID] }) { return cached }

@@ -37,3 +37,32 @@ struct MalformedRequestTests {
         #expect(eventually { server.activeRequestCount == 0 })
     }
 }
+
+@Suite("HTTPServer: ambiguous request framing (request smuggling) is refused")
+struct AmbiguousFramingTests {
+    static let cases: [(String, String)] = [
+        (
+            "two Content-Length headers",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 35\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+        ),
+        ("a Content-Length list", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1, 2\r\n\r\nab"),
+        (
+            "Content-Length beside Transfer-Encoding",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ),
+        ("a header name with a space", "GET / HTTP/1.1\r\nHost: x\r\nBad Name: x\r\n\r\n"),
+    ]
+
+    @Test("answers 400, closes the connection and never reaches the responder", arguments: cases.map(\.0))
+    func refuses(_ name: String) throws {
+        let responder = RecordingResponder()
+        let server = try startServer(responder)
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        try client.send(try #require(Self.cases.first { $0.0 == name }?.1))
+        let response = try client.receiveResponse()
+        #expect(response.status == 400)
+        #expect(client.discardUntilClosed())
+        #expect(responder.requests.isEmpty)
+    }
+}
