@@ -27,12 +27,17 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+
+        // Migrations/<dialect>/*.sql compiled into AttestStorage at build time (the only copy of the schema).
+        .executableTarget(name: "embed-migrations"),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
 
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestStorage", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
         .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
+        .target(name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
         .target(
@@ -70,7 +75,7 @@ let package = Package(
         .testTarget(
             name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
-            name: "AttestStorageTests", dependencies: ["AttestStorage"], swiftSettings: strict),
+            name: "AttestStorageTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestCLITests", dependencies: ["AttestCLI", "AttestHTTP", "AttestTesting"], swiftSettings: strict),
     ]

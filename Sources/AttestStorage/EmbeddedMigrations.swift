@@ -1,84 +1,40 @@
+/// The SQL dialects attestd stores in; each has its own folder under `Migrations/`.
+package enum SQLDialect: String, Sendable, CaseIterable {
+    case sqlite
+    case postgresql
+}
+
+/// One file of `Migrations/<dialect>/`, as the build embedded it.
+struct EmbeddedMigrationFile: Sendable {
+    let dialect: String
+    let id: Int
+    let name: String
+    let bytes: [UInt8]
+}
+
 /// The migrations compiled into the binary, so it runs from any directory with no files beside it.
 ///
-/// Each `sql` is byte for byte the file `Migrations/NNNN_name.sql` (a test compares them). Shipped
-/// migrations are immutable: change the schema by appending a new one, never by editing.
+/// `Migrations/<dialect>/NNNN_name.sql` is the only copy of the schema: the `EmbedMigrations`
+/// build plugin writes the files into this target at build time and refuses a misnamed file or
+/// dialects whose numbered lists differ. Shipped migrations are immutable: change the schema by
+/// appending a new one, never by editing.
 package enum EmbeddedMigrations {
-    /// Every migration this binary knows, in order.
-    package static let all: [Migration] = [
-        Migration(
-            id: 1, name: "initial",
-            sql: #"""
-                -- 0001_initial: the token service's tables.
-                -- Times are Unix seconds (INTEGER). Identifiers that are digests or random values are raw BLOBs.
-                -- Embedded byte for byte in Sources/AttestStorage/EmbeddedMigrations.swift; never edit once shipped.
+    /// Every migration this binary knows for `dialect`, in order.
+    package static func all(_ dialect: SQLDialect) -> [Migration] {
+        switch dialect {
+        case .sqlite: sqlite
+        case .postgresql: postgresql
+        }
+    }
 
-                -- One customer app (or group of apps) allowed to ask for tokens.
-                CREATE TABLE integrations (
-                    client_id TEXT NOT NULL PRIMARY KEY,
-                    workspace_id TEXT NOT NULL,
-                    name TEXT NOT NULL,
-                    team_id TEXT NOT NULL,
-                    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
-                    -- Comma-separated, sorted: 'development', 'production' or 'development,production'.
-                    allowed_environments TEXT NOT NULL
-                        CHECK (allowed_environments IN ('development', 'production', 'development,production')),
-                    created_at INTEGER NOT NULL,
-                    revoked_at INTEGER,
-                    CHECK ((status = 'revoked') = (revoked_at IS NOT NULL))
-                ) STRICT;
+    /// `Migrations/sqlite/*.sql`.
+    package static let sqlite = migrations(.sqlite)
+    /// `Migrations/postgresql/*.sql`.
+    package static let postgresql = migrations(.postgresql)
 
-                CREATE INDEX integrations_by_workspace ON integrations (workspace_id);
-
-                -- The bundle IDs an integration's App ID may use (rpIdHash = SHA-256 of team_id.bundle_id).
-                CREATE TABLE integration_bundle_ids (
-                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                    bundle_id TEXT NOT NULL,
-                    PRIMARY KEY (client_id, bundle_id)
-                ) STRICT, WITHOUT ROWID;
-
-                -- One-time challenges: valid until expires_at, usable once (consumed_at set on use).
-                CREATE TABLE challenges (
-                    id BLOB NOT NULL PRIMARY KEY CHECK (length(id) = 32),
-                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                    created_at INTEGER NOT NULL,
-                    expires_at INTEGER NOT NULL CHECK (expires_at > created_at),
-                    consumed_at INTEGER
-                ) STRICT, WITHOUT ROWID;
-
-                CREATE INDEX challenges_by_expiry ON challenges (expires_at);
-                CREATE INDEX challenges_by_client ON challenges (client_id);
-
-                -- Attested App Attest keys. key_id is SHA-256 of the public key, which is the uncompressed P-256 point.
-                -- Rowid table: receipts run to kilobytes, too large for a WITHOUT ROWID row.
-                CREATE TABLE devices (
-                    key_id BLOB NOT NULL PRIMARY KEY CHECK (length(key_id) = 32),
-                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                    public_key BLOB NOT NULL CHECK (length(public_key) = 65),
-                    counter INTEGER NOT NULL CHECK (counter BETWEEN 0 AND 4294967295),
-                    environment TEXT NOT NULL CHECK (environment IN ('development', 'production')),
-                    receipt BLOB NOT NULL,
-                    status TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL
-                ) STRICT;
-
-                CREATE INDEX devices_by_client ON devices (client_id);
-
-                -- Issued access tokens, stored only as SHA-256 of the token so a database leak yields no usable token.
-                CREATE TABLE tokens (
-                    token_hash BLOB NOT NULL PRIMARY KEY CHECK (length(token_hash) = 32),
-                    client_id TEXT NOT NULL REFERENCES integrations (client_id),
-                    workspace_id TEXT NOT NULL,
-                    key_id BLOB NOT NULL,
-                    scope TEXT NOT NULL,
-                    issued_at INTEGER NOT NULL,
-                    expires_at INTEGER NOT NULL CHECK (expires_at > issued_at)
-                ) STRICT, WITHOUT ROWID;
-
-                CREATE INDEX tokens_by_expiry ON tokens (expires_at);
-                CREATE INDEX tokens_by_client ON tokens (client_id);
-                CREATE INDEX tokens_by_key ON tokens (key_id);
-
-                """#)
-    ]
+    private static func migrations(_ dialect: SQLDialect) -> [Migration] {
+        files.filter { $0.dialect == dialect.rawValue }.map {
+            Migration(id: $0.id, name: $0.name, sql: String(decoding: $0.bytes, as: UTF8.self))
+        }
+    }
 }

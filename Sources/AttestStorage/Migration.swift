@@ -17,3 +17,22 @@ package struct Migration: Sendable, Hashable {
         self.sql = sql
     }
 }
+
+extension Migration {
+    /// Refuses a database that records a migration `known` lacks (a newer binary wrote it) or
+    /// records a known id under another name. `recorded` maps id to name.
+    static func verify(recorded: [Int: String], known migrations: [Migration]) throws(StorageError) {
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.id, $0.name) })
+        for (id, name) in recorded.sorted(by: { $0.key < $1.key }) {
+            guard let knownName = known[id] else {
+                throw .migrationUnknown(
+                    "the database records migration \(id) '\(name)', which this binary does not know "
+                        + "(a newer binary migrated it); refusing to use it")
+            }
+            guard knownName == name else {
+                throw .migrationUnknown(
+                    "the database records migration \(id) as '\(name)' but this binary calls it '\(knownName)'")
+            }
+        }
+    }
+}

@@ -9,7 +9,7 @@ package struct Migrator: Sendable {
     package let migrations: [Migration]
 
     /// Makes a migrator; `migrations` must have strictly increasing ids from 1 and non-empty names.
-    package init(migrations: [Migration] = EmbeddedMigrations.all) {
+    package init(migrations: [Migration] = EmbeddedMigrations.sqlite) {
         // A malformed list is a programming error in the binary itself, caught by the test suite.
         for (previous, next) in zip([Migration(id: 0, name: "-", sql: "")] + migrations, migrations) {
             precondition(next.id > previous.id, "migration ids must increase: \(previous.id) then \(next.id)")
@@ -83,20 +83,8 @@ package struct Migrator: Sendable {
         return records
     }
 
-    /// Refuses a database that records a migration this binary does not know.
     private func verify(_ recorded: [Int: String]) throws(StorageError) {
-        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.id, $0.name) })
-        for (id, name) in recorded.sorted(by: { $0.key < $1.key }) {
-            guard let knownName = known[id] else {
-                throw .migrationUnknown(
-                    "the database records migration \(id) '\(name)', which this binary does not know "
-                        + "(a newer binary migrated it); refusing to use it")
-            }
-            guard knownName == name else {
-                throw .migrationUnknown(
-                    "the database records migration \(id) as '\(name)' but this binary calls it '\(knownName)'")
-            }
-        }
+        try Migration.verify(recorded: recorded, known: migrations)
     }
 
     private func apply(_ migration: Migration, _ database: SQLiteDatabase) throws(StorageError) {

@@ -331,6 +331,10 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
+    package func checkAvailable() throws(StorageError) {
+        try read { database throws(StorageError) in _ = try Self.rows(database, "SELECT 1", []) { $0.int64(at: 0) } }
+    }
+
     package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int) {
         try read { database throws(StorageError) in
             let integrations = try Self.rows(database, "SELECT count(*) FROM integrations WHERE status = 'active'", []) { $0.int64(at: 0) }

@@ -27,6 +27,11 @@ package struct StorageError: Error, Sendable, Hashable, CustomStringConvertible 
         case migrationUnknown = "migration_unknown"
         /// A migration's SQL failed; nothing of it was kept.
         case migrationFailed = "migration_failed"
+        /// A concurrent transaction conflicted (PostgreSQL deadlock or serialization failure). The
+        /// store retries these; callers see it only when the retries ran out.
+        case conflict
+        /// The database server cannot be reached, refused the connection, or closed it (PostgreSQL).
+        case unavailable
     }
 
     /// What kind of failure this is.
@@ -91,6 +96,14 @@ extension StorageError {
     /// A `migrationUnknown` error.
     package static func migrationUnknown(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
         StorageError(.migrationUnknown, reason, file: file, line: line)
+    }
+    /// A `conflict` error.
+    package static func conflict(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
+        StorageError(.conflict, reason, file: file, line: line)
+    }
+    /// An `unavailable` error.
+    package static func unavailable(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
+        StorageError(.unavailable, reason, file: file, line: line)
     }
     /// A `migrationFailed` error.
     package static func migrationFailed(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {

@@ -197,4 +197,7 @@ package protocol TokenStore: Sendable {
     func purgeExpired(at time: Int64) throws(StorageError) -> Int
     /// Counts for metrics: active integrations, active devices, revoked integrations.
     func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int)
+    /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
+    /// does not answer, a SQLite file that cannot be read.
+    func checkAvailable() throws(StorageError)
 }

@@ -11,27 +11,25 @@ struct EmbeddedMigrationsTests {
         .deletingLastPathComponent()  // package root
         .appendingPathComponent("Migrations", isDirectory: true)
 
-    @Test("the embedded migrations equal Migrations/*.sql byte for byte, in order")
-    func embeddedEqualFiles() throws {
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path)
-            .filter { $0.hasSuffix(".sql") }
-            .sorted()
-        try #require(!names.isEmpty, "no .sql files in \(Self.directory.path)")
-        #expect(names.count == EmbeddedMigrations.all.count)
-        for (file, embedded) in zip(names, EmbeddedMigrations.all) {
-            // NNNN_name.sql
-            let stem = file.dropLast(".sql".count)
-            let parts = stem.split(separator: "_", maxSplits: 1)
-            try #require(parts.count == 2, "\(file) is not NNNN_name.sql")
-            #expect(parts[0].count == 4 && Int(parts[0]) == embedded.id, "\(file) vs embedded id \(embedded.id)")
-            #expect(String(parts[1]) == embedded.name, "\(file) vs embedded name \(embedded.name)")
-            let bytes = try [UInt8](Data(contentsOf: Self.directory.appendingPathComponent(file)))
-            #expect(bytes == Array(embedded.sql.utf8), "\(file) differs from EmbeddedMigrations.swift")
+    @Test("the build embeds Migrations/<dialect>/*.sql byte for byte, in order", arguments: SQLDialect.allCases)
+    func embeddedEqualFiles(_ dialect: SQLDialect) throws {
+        let folder = Self.directory.appendingPathComponent(dialect.rawValue, isDirectory: true)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sql") }.sorted()
+        try #require(!names.isEmpty, "no .sql files in \(folder.path)")
+        let embedded = EmbeddedMigrations.all(dialect)
+        #expect(names.count == embedded.count)
+        for (file, migration) in zip(names, embedded) {
+            #expect(file == String(format: "%04d_%@.sql", migration.id, migration.name))
+            let bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent(file)))
+            #expect(bytes == Array(migration.sql.utf8), "\(file) differs from what the build embedded")
         }
     }
 
-    @Test("the embedded migration ids run 1, 2, 3 ... without gaps")
-    func idsAreContiguous() {
-        #expect(EmbeddedMigrations.all.map(\.id) == Array(1...EmbeddedMigrations.all.count))
+    @Test("every dialect has the same migrations, numbered 1, 2, 3 ... without gaps")
+    func dialectsAgree() {
+        let sqlite = EmbeddedMigrations.sqlite
+        #expect(sqlite.map(\.id) == Array(1...sqlite.count))
+        #expect(EmbeddedMigrations.postgresql.map(\.id) == sqlite.map(\.id))
+        #expect(EmbeddedMigrations.postgresql.map(\.name) == sqlite.map(\.name))
     }
 }

@@ -1,6 +1,6 @@
 -- 0001_initial: the token service's tables.
 -- Times are Unix seconds (INTEGER). Identifiers that are digests or random values are raw BLOBs.
--- Embedded byte for byte in Sources/AttestStorage/EmbeddedMigrations.swift; never edit once shipped.
+-- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
 
 -- One customer app (or group of apps) allowed to ask for tokens.
 CREATE TABLE integrations (

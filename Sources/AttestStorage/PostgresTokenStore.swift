@@ -1,0 +1,326 @@
+/// The PostgreSQL `TokenStore`, for several attestd nodes on one database.
+///
+/// Every state change is one transaction at READ COMMITTED, and every decision that two nodes
+/// could race on is a compare-and-set the database arbitrates: `UPDATE ... WHERE consumed_at IS
+/// NULL` (PostgreSQL re-checks the condition on the newest row version after waiting for a
+/// concurrent writer, so exactly one of two racers changes the row), `UPDATE ... WHERE counter = $n`,
+/// and `INSERT ... ON CONFLICT DO NOTHING` for a key ID. Transactions that read an integration's
+/// status lock that row `FOR SHARE` before anything else, so they serialise with a revocation
+/// (which updates the row) and never deadlock with it. A deadlock or serialization failure is
+/// retried; nothing is cached between requests, so a change committed by another node or by
+/// `attestctl` is seen by the next request.
+package final class PostgresTokenStore: TokenStore {
+    private let pool: PostgresPool
+    /// The connection settings (the URI may hold a password: log `settings.redactedURI`).
+    package var settings: PostgresSettings { pool.settings }
+
+    /// Connects, then applies the embedded migrations under the advisory lock. Throws
+    /// `unavailable` when the server cannot be reached, `migrationUnknown` when a newer binary
+    /// migrated the database: the caller must refuse to start.
+    package init(settings: PostgresSettings, migrateAt time: Int64) throws(StorageError) {
+        pool = PostgresPool(settings: settings)
+        try pool.withConnection { connection throws(StorageError) in
+            _ = try PostgresMigrator().migrate(connection, at: time)
+        }
+    }
+
+    /// Opens the store without migrating (attestctl): throws `migrationUnknown` when the schema
+    /// is not exactly the one this binary knows.
+    package init(settings: PostgresSettings) throws(StorageError) {
+        pool = PostgresPool(settings: settings)
+    }
+
+    /// The ids of the applied migrations.
+    package func appliedMigrationIDs() throws(StorageError) -> [Int] {
+        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator().appliedMigrationIDs(connection) }
+    }
+
+    /// Closes idle pooled connections (tests that restart the server).
+    package func closeIdleConnections() { pool.closeIdleConnections() }
+
+    // MARK: Plumbing
+
+    /// How many times a transaction that lost to a deadlock or serialization failure runs again.
+    private static let conflictRetries = 5
+
+    /// Runs `body` in one transaction; retried on `conflict`, rolled back on any failure.
+    @discardableResult
+    private func transaction<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do throws(StorageError) {
+                return try pool.withConnection { connection throws(StorageError) -> T in
+                    try connection.execute("BEGIN")
+                    do throws(StorageError) {
+                        let value = try body(connection)
+                        try connection.execute("COMMIT")
+                        return value
+                    } catch {
+                        if connection.isHealthy { try? connection.execute("ROLLBACK") }
+                        throw error
+                    }
+                }
+            } catch  where error.code == .conflict && attempt <= Self.conflictRetries {
+                continue
+            }
+        }
+    }
+
+    /// Runs one read outside a transaction (autocommit sees the last committed state).
+    private func read<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
+        try pool.withConnection(body)
+    }
+
+    /// Checks that the server answers (`/readyz`).
+    package func checkAvailable() throws(StorageError) {
+        try read { connection throws(StorageError) in _ = try connection.query("SELECT 1") }
+    }
+
+    private static let integrationColumns =
+        "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at"
+
+    private static func loadIntegration(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationRecord? {
+        let bundles = try connection.query(
+            "SELECT bundle_id FROM integration_bundle_ids WHERE client_id = $1 ORDER BY bundle_id", [.text(clientID)])
+        let rows = try connection.query("SELECT \(integrationColumns) FROM integrations WHERE client_id = $1", [.text(clientID)])
+        guard rows.count == 1 else { return nil }
+        return IntegrationRecord(
+            clientID: rows.string(0, 0) ?? "", workspaceID: rows.string(0, 1) ?? "", name: rows.string(0, 2) ?? "",
+            teamID: rows.string(0, 3) ?? "", bundleIDs: (0..<bundles.count).map { bundles.string($0, 0) ?? "" },
+            environments: (rows.string(0, 4) ?? "").split(separator: ",").map(String.init),
+            status: IntegrationStatus(rawValue: rows.string(0, 5) ?? "") ?? .revoked, createdAt: rows.int64(0, 6),
+            revokedAt: rows.isNull(0, 7) ? nil : rows.int64(0, 7))
+    }
+
+    /// Locks the integration's row against a concurrent revocation and says whether it is active.
+    private static func lockActive(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> Bool {
+        let rows = try connection.query("SELECT status FROM integrations WHERE client_id = $1 FOR SHARE", [.text(clientID)])
+        return rows.count == 1 && rows.string(0, 0) == "active"
+    }
+
+    private static func consume(_ id: [UInt8], at time: Int64, in connection: PostgresConnection) throws(StorageError) -> Bool {
+        try connection.query(
+            "UPDATE challenges SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL", [.integer(time), .bytes(id)]
+        ).changed == 1
+    }
+
+    private static func insert(_ token: TokenRecord, into connection: PostgresConnection) throws(StorageError) {
+        try connection.query(
+            """
+            INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """,
+            [
+                .bytes(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .bytes(token.keyID), .text(token.scope),
+                .integer(token.issuedAt), .integer(token.expiresAt),
+            ])
+    }
+
+    // MARK: Integrations
+
+    package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            try connection.query(
+                """
+                INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                """,
+                [
+                    .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
+                    .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
+                    .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
+                ])
+            for bundleID in integration.bundleIDs {
+                try connection.query(
+                    "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES ($1, $2)",
+                    [.text(integration.clientID), .text(bundleID)])
+            }
+        }
+    }
+
+    package func integration(clientID: String) throws(StorageError) -> IntegrationRecord? {
+        try transaction { connection throws(StorageError) in try Self.loadIntegration(connection, clientID: clientID) }
+    }
+
+    package func integrations() throws(StorageError) -> [IntegrationRecord] {
+        try transaction { connection throws(StorageError) in
+            let ids = try connection.query("SELECT client_id FROM integrations ORDER BY created_at, client_id")
+            var result: [IntegrationRecord] = []
+            for row in 0..<ids.count {
+                if let record = try Self.loadIntegration(connection, clientID: ids.string(row, 0) ?? "") { result.append(record) }
+            }
+            return result
+        }
+    }
+
+    package func revokeIntegration(clientID: String, at time: Int64) throws(StorageError) -> RevocationSummary? {
+        try transaction { connection throws(StorageError) -> RevocationSummary? in
+            // Locks the row first: waits for transactions holding it FOR SHARE, and makes any
+            // later one wait for this commit and then see 'revoked'.
+            let found = try connection.query("SELECT status FROM integrations WHERE client_id = $1 FOR UPDATE", [.text(clientID)])
+            guard found.count == 1 else { return nil }
+            let changed =
+                try connection.query(
+                    "UPDATE integrations SET status = 'revoked', revoked_at = $1 WHERE client_id = $2 AND status = 'active'",
+                    [.integer(time), .text(clientID)]
+                ).changed == 1
+            let tokens = try connection.query(
+                "DELETE FROM tokens WHERE client_id = $1 AND expires_at > $2", [.text(clientID), .integer(time)]
+            ).changed
+            // Expired tokens are inert already; remove them too so nothing of the integration lingers.
+            try connection.query("DELETE FROM tokens WHERE client_id = $1", [.text(clientID)])
+            let devices = try connection.query(
+                "UPDATE devices SET status = 'revoked', updated_at = $1 WHERE client_id = $2 AND status = 'active'",
+                [.integer(time), .text(clientID)]
+            ).changed
+            try connection.query("DELETE FROM challenges WHERE client_id = $1", [.text(clientID)])
+            return RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
+        }
+    }
+
+    // MARK: Challenges
+
+    package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            try connection.query(
+                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+                [.bytes(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+        }
+    }
+
+    package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            try connection.query("DELETE FROM challenges WHERE id = $1", [.bytes(id)])
+            try connection.query(
+                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+                [.bytes(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+        }
+    }
+
+    package func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState? {
+        try read { connection throws(StorageError) -> ChallengeState? in
+            let rows = try connection.query("SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1", [.bytes(id)])
+            guard rows.count == 1 else { return nil }
+            return ChallengeState(clientID: rows.string(0, 0) ?? "", expiresAt: rows.int64(0, 1), consumed: !rows.isNull(0, 2))
+        }
+    }
+
+    package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption {
+        try transaction { connection throws(StorageError) -> ChallengeConsumption in
+            // The row lock makes a concurrent consumer wait and then see consumed_at set.
+            let rows = try connection.query(
+                "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1 FOR UPDATE", [.bytes(id)])
+            guard rows.count == 1 else { return .unknown }
+            guard rows.isNull(0, 2) else { return .alreadyUsed }
+            try connection.query("UPDATE challenges SET consumed_at = $1 WHERE id = $2", [.integer(time), .bytes(id)])
+            return .fresh(clientID: rows.string(0, 0) ?? "", expiresAt: rows.int64(0, 1))
+        }
+    }
+
+    // MARK: Devices and tokens
+
+    package func registerDevice(
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+    ) throws(StorageError) -> RegistrationOutcome {
+        try transaction { connection throws(StorageError) -> RegistrationOutcome in
+            let active = try Self.lockActive(connection, clientID: device.clientID)
+            guard try Self.consume(challengeID, at: time, in: connection) else { return .challengeUsed }
+            guard active else { return .integrationRevoked }
+            // A concurrent registration of the same key waits on the unique index and then
+            // inserts nothing: the loser sees keyExists, never a constraint error.
+            let inserted =
+                try connection.query(
+                    """
+                    INSERT INTO devices (key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at)
+                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (key_id) DO NOTHING
+                    """,
+                    [
+                        .bytes(device.keyID), .text(device.clientID), .bytes(device.publicKey), .integer(Int64(device.counter)),
+                        .text(device.environment), .bytes(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
+                        .integer(device.updatedAt),
+                    ]
+                ).changed == 1
+            guard inserted else {
+                let existing = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.bytes(device.keyID)])
+                return .keyExists(DeviceStatus(rawValue: existing.count == 1 ? existing.string(0, 0) ?? "" : "") ?? .revoked)
+            }
+            try Self.insert(firstToken, into: connection)
+            return .registered
+        }
+    }
+
+    package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
+        try read { connection throws(StorageError) -> DeviceRecord? in
+            let rows = try connection.query(
+                """
+                SELECT key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at
+                FROM devices WHERE key_id = $1
+                """, [.bytes(keyID)])
+            guard rows.count == 1 else { return nil }
+            return DeviceRecord(
+                keyID: rows.bytes(0, 0) ?? [], clientID: rows.string(0, 1) ?? "", publicKey: rows.bytes(0, 2) ?? [],
+                counter: UInt32(clamping: rows.int64(0, 3)), environment: rows.string(0, 4) ?? "", receipt: rows.bytes(0, 5) ?? [],
+                status: DeviceStatus(rawValue: rows.string(0, 6) ?? "") ?? .revoked, createdAt: rows.int64(0, 7),
+                updatedAt: rows.int64(0, 8))
+        }
+    }
+
+    package func advanceCounter(
+        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
+        consumingChallenge challengeID: [UInt8]
+    ) throws(StorageError) -> CounterAdvance {
+        try transaction { connection throws(StorageError) -> CounterAdvance in
+            let active = try Self.lockActive(connection, clientID: token.clientID)
+            guard try Self.consume(challengeID, at: time, in: connection) else { return .challengeUsed }
+            guard active else { return .integrationRevoked }
+            let status = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.bytes(keyID)])
+            guard status.count == 1, status.string(0, 0) == "active" else { return .deviceBlocked }
+            // Compare-and-set on the value the assertion was verified against: of two nodes racing
+            // with the same counter, the second waits for the first's commit, re-reads the row, and
+            // no longer matches.
+            let changed = try connection.query(
+                "UPDATE devices SET counter = $1, updated_at = $2 WHERE key_id = $3 AND counter = $4 AND status = 'active'",
+                [.integer(Int64(counter)), .integer(time), .bytes(keyID), .integer(Int64(previous))]
+            ).changed
+            guard changed == 1 else { return .counterChanged }
+            try Self.insert(token, into: connection)
+            return .advanced
+        }
+    }
+
+    package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
+        try read { connection throws(StorageError) -> TokenRecord? in
+            let rows = try connection.query(
+                """
+                SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
+                FROM tokens t JOIN integrations i ON i.client_id = t.client_id
+                WHERE t.token_hash = $1 AND t.expires_at > $2 AND i.status = 'active'
+                """, [.bytes(hash), .integer(time)])
+            guard rows.count == 1 else { return nil }
+            return TokenRecord(
+                tokenHash: rows.bytes(0, 0) ?? [], clientID: rows.string(0, 1) ?? "", workspaceID: rows.string(0, 2) ?? "",
+                keyID: rows.bytes(0, 3) ?? [], scope: rows.string(0, 4) ?? "", issuedAt: rows.int64(0, 5), expiresAt: rows.int64(0, 6))
+        }
+    }
+
+    package func purgeExpired(at time: Int64) throws(StorageError) -> Int {
+        try transaction { connection throws(StorageError) -> Int in
+            let tokens = try connection.query("DELETE FROM tokens WHERE expires_at <= $1", [.integer(time)]).changed
+            let challenges = try connection.query("DELETE FROM challenges WHERE expires_at <= $1", [.integer(time)]).changed
+            return tokens + challenges
+        }
+    }
+
+    package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int) {
+        try read { connection throws(StorageError) in
+            let rows = try connection.query(
+                """
+                SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
+                       (SELECT count(*) FROM devices WHERE status = 'active'),
+                       (SELECT count(*) FROM integrations WHERE status = 'revoked')
+                """)
+            return (Int(rows.int64(0, 0)), Int(rows.int64(0, 1)), Int(rows.int64(0, 2)))
+        }
+    }
+}

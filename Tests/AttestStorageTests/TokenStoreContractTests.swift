@@ -1,0 +1,303 @@
+import AttestStorage
+import AttestTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// The `TokenStore` contract, run against every backend (SQLite always, PostgreSQL when
+/// scripts/test provides a server): each operation's outcomes, its atomicity, and what two
+/// stores on one database (two attestd nodes, or attestd and attestctl) see of each other.
+@Suite("TokenStore contract")
+struct TokenStoreContractTests {
+    static let time: Int64 = 1_800_000_000
+
+    /// One empty store location with a store open on it and one integration.
+    struct World: Sendable {
+        let location: TestStoreLocation
+        let store: any TokenStore
+        let integration: IntegrationRecord
+
+        init(_ backend: StoreBackend) throws {
+            location = try TestStoreLocation(backend)
+            store = try location.open(at: TokenStoreContractTests.time)
+            integration = Self.integration("clid_contract")
+            try store.insertIntegration(integration)
+        }
+
+        /// A second store on the same database: another node.
+        func otherNode() throws -> any TokenStore { try location.open(at: TokenStoreContractTests.time) }
+
+        static func integration(_ clientID: String, bundleIDs: [String] = ["com.example.b", "com.example.a"]) -> IntegrationRecord {
+            IntegrationRecord(
+                clientID: clientID, workspaceID: "ws_1", name: "App", teamID: "ABCDE12345", bundleIDs: bundleIDs.sorted(),
+                environments: ["production"], status: .active, createdAt: TokenStoreContractTests.time, revokedAt: nil)
+        }
+
+        func device(_ seed: UInt8, counter: UInt32 = 0) -> DeviceRecord {
+            DeviceRecord(
+                keyID: [UInt8](repeating: seed, count: 32), clientID: integration.clientID,
+                publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: counter, environment: "production",
+                receipt: [1, 2, 3], status: .active, createdAt: TokenStoreContractTests.time, updatedAt: TokenStoreContractTests.time)
+        }
+
+        func token(_ seed: UInt8, keySeed: UInt8, expiresIn: Int64 = 3600) -> TokenRecord {
+            TokenRecord(
+                tokenHash: [UInt8](repeating: seed, count: 32), clientID: integration.clientID, workspaceID: integration.workspaceID,
+                keyID: [UInt8](repeating: keySeed, count: 32), scope: "messages", issuedAt: TokenStoreContractTests.time,
+                expiresAt: TokenStoreContractTests.time + expiresIn)
+        }
+
+        /// Issues a challenge with id bytes all `seed`.
+        @discardableResult
+        func challenge(_ seed: UInt8, expiresIn: Int64 = 300) throws -> [UInt8] {
+            let id = [UInt8](repeating: seed, count: 32)
+            try store.insertChallenge(
+                id: id, clientID: integration.clientID, createdAt: TokenStoreContractTests.time,
+                expiresAt: TokenStoreContractTests.time + expiresIn)
+            return id
+        }
+
+        /// Registers device `seed` with token `seed` through challenge `seed`.
+        func register(_ seed: UInt8) throws {
+            let outcome = try store.registerDevice(
+                device(seed), firstToken: token(seed, keySeed: seed), consumingChallenge: try challenge(seed),
+                at: TokenStoreContractTests.time)
+            #expect(outcome == .registered)
+        }
+    }
+
+    // MARK: Integrations
+
+    @Test(
+        "an integration reads back as written, bundle IDs sorted; a second with the same client ID is refused",
+        arguments: StoreBackend.available)
+    func integrationRoundTrip(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        #expect(try world.store.integration(clientID: "clid_contract") == world.integration)
+        #expect(try world.store.integration(clientID: "clid_missing") == nil)
+        #expect(throws: StorageError(.constraint, "")) { try world.store.insertIntegration(world.integration) }
+        let second = World.integration("clid_second")
+        try world.store.insertIntegration(second)
+        #expect(try world.store.integrations().map(\.clientID) == ["clid_contract", "clid_second"])
+    }
+
+    @Test("revocation deletes tokens and challenges, blocks devices, is permanent and idempotent", arguments: StoreBackend.available)
+    func revocation(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        try world.register(2)
+        try world.challenge(9)
+        let summary = try #require(try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time + 10))
+        #expect(summary == RevocationSummary(changed: true, tokensRevoked: 2, devicesBlocked: 2))
+        #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time + 11) == nil)
+        #expect(try world.store.device(keyID: world.device(1).keyID)?.status == .revoked)
+        #expect(try world.store.challenge(id: [UInt8](repeating: 9, count: 32)) == nil)
+        let record = try #require(try world.store.integration(clientID: "clid_contract"))
+        #expect(record.status == .revoked && record.revokedAt == Self.time + 10)
+        #expect(try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time + 20)?.changed == false)
+        #expect(try world.store.revokeIntegration(clientID: "clid_missing", at: Self.time) == nil)
+        #expect(try world.store.activeCounts() == (integrations: 0, devices: 0, revokedIntegrations: 1))
+    }
+
+    // MARK: Challenges
+
+    @Test(
+        "a challenge is read without consuming it, consumed once, then reported used; an unknown one is unknown",
+        arguments: StoreBackend.available)
+    func challengeLedger(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let id = try world.challenge(1)
+        #expect(try world.store.challenge(id: id) == ChallengeState(clientID: "clid_contract", expiresAt: Self.time + 300, consumed: false))
+        #expect(try world.store.consumeChallenge(id: id, at: Self.time) == .fresh(clientID: "clid_contract", expiresAt: Self.time + 300))
+        #expect(try world.store.challenge(id: id)?.consumed == true)
+        #expect(try world.store.consumeChallenge(id: id, at: Self.time) == .alreadyUsed)
+        #expect(try world.store.consumeChallenge(id: [UInt8](repeating: 7, count: 32), at: Self.time) == .unknown)
+        #expect(throws: StorageError(.constraint, "")) { try world.challenge(1) }
+        try world.store.replaceChallenge(id: id, clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
+        #expect(try world.store.challenge(id: id) == ChallengeState(clientID: "clid_contract", expiresAt: Self.time + 60, consumed: false))
+    }
+
+    // MARK: Devices
+
+    @Test("registration stores the device and its first token; a reused challenge changes nothing", arguments: StoreBackend.available)
+    func registration(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        #expect(try world.store.device(keyID: world.device(1).keyID) == world.device(1))
+        #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == world.token(1, keySeed: 1))
+        let reused = try world.store.registerDevice(
+            world.device(2), firstToken: world.token(2, keySeed: 2), consumingChallenge: [UInt8](repeating: 1, count: 32), at: Self.time)
+        #expect(reused == .challengeUsed)
+        #expect(try world.store.device(keyID: world.device(2).keyID) == nil)
+        #expect(try world.store.activeToken(hash: world.token(2, keySeed: 2).tokenHash, at: Self.time) == nil)
+    }
+
+    @Test("registering a known key ID reports it and stores nothing; the challenge is spent", arguments: StoreBackend.available)
+    func registrationOfKnownKey(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let again = try world.store.registerDevice(
+            world.device(1), firstToken: world.token(5, keySeed: 1), consumingChallenge: try world.challenge(5), at: Self.time)
+        #expect(again == .keyExists(.active))
+        #expect(try world.store.activeToken(hash: world.token(5, keySeed: 1).tokenHash, at: Self.time) == nil)
+        #expect(try world.store.challenge(id: [UInt8](repeating: 5, count: 32))?.consumed == true)
+    }
+
+    @Test("registration and refresh under a revoked integration are refused", arguments: StoreBackend.available)
+    func revokedIntegrationRefusesWrites(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        try world.challenge(2)
+        try world.challenge(3)
+        // Revocation deletes pending challenges; seed them again (as test mode can) so that the
+        // transactions get past the challenge to the integration check.
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
+        try world.store.replaceChallenge(
+            id: [UInt8](repeating: 2, count: 32), clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
+        let registration = try world.store.registerDevice(
+            world.device(2), firstToken: world.token(2, keySeed: 2), consumingChallenge: [UInt8](repeating: 2, count: 32), at: Self.time)
+        #expect(registration == .integrationRevoked)
+        try world.store.replaceChallenge(
+            id: [UInt8](repeating: 3, count: 32), clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
+        let refresh = try world.store.advanceCounter(
+            keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(3, keySeed: 1),
+            consumingChallenge: [UInt8](repeating: 3, count: 32))
+        #expect(refresh == .integrationRevoked)
+        #expect(try world.store.activeToken(hash: world.token(3, keySeed: 1).tokenHash, at: Self.time) == nil)
+    }
+
+    @Test(
+        "the counter advances by compare-and-set; a stale counter, a blocked device and a used challenge mint nothing",
+        arguments: StoreBackend.available)
+    func counterAdvance(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let keyID = world.device(1).keyID
+        let first = try world.store.advanceCounter(
+            keyID: keyID, from: 0, to: 5, at: Self.time + 1, token: world.token(10, keySeed: 1), consumingChallenge: try world.challenge(10)
+        )
+        #expect(first == .advanced)
+        #expect(try world.store.device(keyID: keyID)?.counter == 5)
+        let stale = try world.store.advanceCounter(
+            keyID: keyID, from: 0, to: 6, at: Self.time + 2, token: world.token(11, keySeed: 1), consumingChallenge: try world.challenge(11)
+        )
+        #expect(stale == .counterChanged)
+        #expect(try world.store.activeToken(hash: world.token(11, keySeed: 1).tokenHash, at: Self.time) == nil)
+        let used = try world.store.advanceCounter(
+            keyID: keyID, from: 5, to: 6, at: Self.time + 3, token: world.token(12, keySeed: 1),
+            consumingChallenge: [UInt8](repeating: 10, count: 32))
+        #expect(used == .challengeUsed)
+        let unknown = try world.store.advanceCounter(
+            keyID: [UInt8](repeating: 99, count: 32), from: 0, to: 1, at: Self.time + 3, token: world.token(13, keySeed: 99),
+            consumingChallenge: try world.challenge(13))
+        #expect(unknown == .deviceBlocked)
+        #expect(try world.store.device(keyID: keyID)?.counter == 5)
+    }
+
+    // MARK: Tokens and housekeeping
+
+    @Test("an expired token is not active, and purge removes expired tokens and challenges only", arguments: StoreBackend.available)
+    func expiryAndPurge(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        try world.challenge(2, expiresIn: 10)
+        let hash = world.token(1, keySeed: 1).tokenHash
+        #expect(try world.store.activeToken(hash: hash, at: Self.time + 3599) != nil)
+        #expect(try world.store.activeToken(hash: hash, at: Self.time + 3600) == nil)
+        // Challenge 1 (300 s) and 2 (10 s) expire before the token (3600 s).
+        #expect(try world.store.purgeExpired(at: Self.time + 300) == 2)
+        #expect(try world.store.purgeExpired(at: Self.time + 3600) == 1)
+        #expect(try world.store.activeCounts() == (integrations: 1, devices: 1, revokedIntegrations: 0))
+        try world.store.checkAvailable()
+    }
+
+    // MARK: Two nodes on one database
+
+    @Test("a challenge issued through one node is redeemed exactly once across nodes", arguments: StoreBackend.available)
+    func crossNodeChallenge(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let other = try world.otherNode()
+        let id = try world.challenge(1)
+        #expect(try other.challenge(id: id)?.consumed == false)
+        #expect(try other.consumeChallenge(id: id, at: Self.time) == .fresh(clientID: "clid_contract", expiresAt: Self.time + 300))
+        #expect(try world.store.consumeChallenge(id: id, at: Self.time) == .alreadyUsed)
+    }
+
+    @Test("a revocation through one node stops the other node's next lookup", arguments: StoreBackend.available)
+    func crossNodeRevocation(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let other = try world.otherNode()
+        try world.register(1)
+        let hash = world.token(1, keySeed: 1).tokenHash
+        #expect(try other.activeToken(hash: hash, at: Self.time) != nil)
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
+        #expect(try other.activeToken(hash: hash, at: Self.time) == nil)
+    }
+
+    @Test("racing nodes: one challenge, many registrations: exactly one registers", arguments: StoreBackend.available)
+    func racingRegistrations(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let nodes = [world.store, try world.otherNode(), try world.otherNode()]
+        let id = try world.challenge(1)
+        let outcomes = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 12) { index in
+            let store = nodes[index % nodes.count]
+            let seed = UInt8(20 + index)
+            let outcome: String
+            do {
+                outcome =
+                    "\(try store.registerDevice(world.device(seed), firstToken: world.token(seed, keySeed: seed), consumingChallenge: id, at: Self.time))"
+            } catch {
+                outcome = "error \(error)"
+            }
+            outcomes.withLock { $0.append(outcome) }
+        }
+        let all = outcomes.withLock { $0 }
+        #expect(all.filter { $0 == "registered" }.count == 1, "\(all)")
+        #expect(all.filter { $0 == "challengeUsed" }.count == 11, "\(all)")
+    }
+
+    @Test("racing nodes: one counter value, many refreshes with fresh challenges: exactly one advances", arguments: StoreBackend.available)
+    func racingRefreshes(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let nodes = [world.store, try world.otherNode(), try world.otherNode()]
+        let challenges = try (0..<12).map { try world.challenge(UInt8(40 + $0)) }
+        let outcomes = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 12) { index in
+            let store = nodes[index % nodes.count]
+            let outcome: String
+            do {
+                outcome =
+                    "\(try store.advanceCounter(keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(UInt8(60 + index), keySeed: 1), consumingChallenge: challenges[index]))"
+            } catch {
+                outcome = "error \(error)"
+            }
+            outcomes.withLock { $0.append(outcome) }
+        }
+        let all = outcomes.withLock { $0 }
+        #expect(all.filter { $0 == "advanced" }.count == 1, "\(all)")
+        #expect(all.filter { $0 == "counterChanged" }.count == 11, "\(all)")
+        #expect(try world.store.device(keyID: world.device(1).keyID)?.counter == 1)
+    }
+
+    @Test("a revocation racing registrations leaves no active device or token behind", arguments: StoreBackend.available)
+    func revocationRacingRegistrations(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let nodes = [world.store, try world.otherNode()]
+        let challenges = try (0..<10).map { try world.challenge(UInt8(100 + $0)) }
+        DispatchQueue.concurrentPerform(iterations: 11) { index in
+            if index == 10 {
+                _ = try? nodes[1].revokeIntegration(clientID: "clid_contract", at: Self.time)
+            } else {
+                let seed = UInt8(100 + index)
+                _ = try? nodes[index % 2].registerDevice(
+                    world.device(seed), firstToken: world.token(seed, keySeed: seed), consumingChallenge: challenges[index], at: Self.time)
+            }
+        }
+        #expect(try world.store.activeCounts() == (integrations: 0, devices: 0, revokedIntegrations: 1))
+        for index in 0..<10 {
+            #expect(try world.store.activeToken(hash: world.token(UInt8(100 + index), keySeed: 0).tokenHash, at: Self.time) == nil)
+        }
+    }
+}
