@@ -6,7 +6,8 @@ import Foundation
 /// `attestctl integration create|revoke|list|show`: administration over the same SQLite
 /// database the server uses (safe concurrently: every write is a BEGIN IMMEDIATE transaction).
 enum IntegrationCommands {
-    static let database = OptionSpec("db", value: "PATH", help: "SQLite database (default: $ATTESTD_DB, else ./attestd.sqlite)")
+    static let database = OptionSpec(
+        "db", value: "PATH|URI", help: "SQLite database file or postgresql:// URI (default: $ATTESTD_DB, else ./attestd.sqlite)")
     static let json = OptionSpec(flag: "json", help: "print JSON instead of text")
 
     static let create = Command(
@@ -36,18 +37,19 @@ enum IntegrationCommands {
         path: ["integration", "show"], summary: "Show one integration.", options: [database, json], positionals: ["CLIENT_ID"],
         run: runShow)
 
-    static func openStore(_ options: ParsedOptions, _ io: ToolIO) -> SQLiteTokenStore? {
-        let path = options.value("db") ?? io.environment["ATTESTD_DB"] ?? "attestd.sqlite"
+    static func openStore(_ options: ParsedOptions, _ io: ToolIO) -> (any TokenStore)? {
+        let value = options.value("db") ?? io.environment["ATTESTD_DB"] ?? "attestd.sqlite"
         do {
-            return try SQLiteTokenStore(path: path, readerCount: 1, busyTimeout: .milliseconds(5000), migrateAt: io.now())
+            return try TokenStores.open(StoreLocation(value), connections: 1, busyTimeout: .milliseconds(5000), migrateAt: io.now())
         } catch {
-            io.standardError("attestctl: cannot open database \(path): \(error)\n")
+            let shown = (try? StoreLocation(value).redacted) ?? value
+            io.standardError("attestctl: cannot open database \(shown): \(error)\n")
             return nil
         }
     }
 
     /// Administrative actions are logged as JSON lines on stderr (the operator's audit trail).
-    static func admin(_ store: SQLiteTokenStore, _ io: ToolIO) -> IntegrationAdmin {
+    static func admin(_ store: any TokenStore, _ io: ToolIO) -> IntegrationAdmin {
         IntegrationAdmin(
             store: store, clock: Clock(io: io),
             logger: Logger(

@@ -8,7 +8,7 @@ import Synchronization
 /// A running attestd: store, verifier, service and HTTP server wired from a configuration.
 package final class Server: Sendable {
     package let http: HTTPServer
-    package let store: SQLiteTokenStore
+    package let store: any TokenStore
     package let api: AttestAPI
     let logger: Logger
 
@@ -31,10 +31,12 @@ package final class Server: Sendable {
                 "INSECURE TEST MODE: the clock can be set and challenges chosen by any local caller; never run this in production")
         }
         do {
-            store = try SQLiteTokenStore(
-                path: configuration.databasePath, busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
+            // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
+            store = try TokenStores.open(
+                configuration.database, connections: configuration.threads ?? HTTPServer.Configuration.activeCoreCount,
+                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
         } catch {
-            throw StartupError(description: "cannot open database \(configuration.databasePath): \(error)")
+            throw StartupError(description: "cannot open database \(configuration.database.redacted): \(error)")
         }
         let anchor: TrustAnchor
         do {
@@ -100,7 +102,8 @@ package final class Server: Sendable {
             "info", "listening",
             [
                 "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
-                "db": .string(configuration.databasePath), "version": .string(version),
+                "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
+                "version": .string(version),
             ])
     }
 

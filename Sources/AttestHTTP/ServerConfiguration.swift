@@ -1,11 +1,13 @@
 package import AttestService
+package import AttestStorage
 import Foundation
 
 /// attestd's settings, from flags with `ATTESTD_*` environment fallbacks (flags win).
 package struct ServerConfiguration: Sendable, Equatable {
     package var host = "127.0.0.1"
     package var port: UInt16 = 8080
-    package var databasePath = "attestd.sqlite"
+    /// The store: a SQLite file (default ./attestd.sqlite) or a PostgreSQL URI.
+    package var database = StoreLocation.sqlite(path: "attestd.sqlite")
     package var gatewaySecretFile: String?
     package var trustAnchorFile: String?
     package var threads: Int?
@@ -34,7 +36,10 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// Flags, their environment variables and help, in one table (help is generated from it).
     static let options: [(flag: String, environment: String, value: String, help: String)] = [
         ("--listen", "ATTESTD_LISTEN", "HOST:PORT", "address to serve on (default 127.0.0.1:8080; port 0 picks a free port)"),
-        ("--db", "ATTESTD_DB", "PATH", "SQLite database file, created if missing (default ./attestd.sqlite)"),
+        (
+            "--db", "ATTESTD_DB", "PATH|URI",
+            "SQLite database file, created if missing (default ./attestd.sqlite), or a PostgreSQL URI postgresql://USER@HOST:PORT/DB"
+        ),
         (
             "--gateway-secret-file", "ATTESTD_GATEWAY_SECRET_FILE", "FILE",
             "credential /v1/introspect callers present (without it introspection answers 401)"
@@ -120,9 +125,11 @@ package struct ServerConfiguration: Sendable, Equatable {
             configuration.host = host
             configuration.port = port
         }
-        if let path = values["--db"] {
-            guard !path.isEmpty else { throw UsageError(message: "--db needs a path") }
-            configuration.databasePath = path
+        if let value = values["--db"] {
+            guard let location = try? StoreLocation(value) else {
+                throw UsageError(message: "--db needs a file path or a postgresql:// URI")
+            }
+            configuration.database = location
         }
         configuration.gatewaySecretFile = values["--gateway-secret-file"]
         if values["--insecure-test-mode"] != nil {

@@ -37,7 +37,7 @@ final class HTTPWorld {
         try (gatewaySecret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
         var configuration = ServerConfiguration()
         configuration.port = 0
-        configuration.databasePath = directory.appendingPathComponent("attestd.sqlite").path
+        configuration.database = .sqlite(path: directory.appendingPathComponent("attestd.sqlite").path)
         configuration.trustAnchorFile = anchorFile.path
         configuration.gatewaySecretFile = secretFile.path
         configuration.perAddress = .unlimited
@@ -45,7 +45,7 @@ final class HTTPWorld {
         configure(&configuration)
         server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink))
         // A second connection to the same file, as attestctl in another process would have.
-        let adminStore = try SQLiteTokenStore(path: configuration.databasePath, readerCount: 1, migrateAt: 0)
+        let adminStore = try SQLiteTokenStore(path: directory.appendingPathComponent("attestd.sqlite").path, readerCount: 1, migrateAt: 0)
         admin = IntegrationAdmin(store: adminStore)
         integration = try admin.create(
             workspaceID: "ws_http", name: "HTTP test", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"],

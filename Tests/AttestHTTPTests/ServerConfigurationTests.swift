@@ -10,7 +10,7 @@ struct ServerConfigurationTests {
         let configuration = try ServerConfiguration.parse([], environment: [:])
         #expect(configuration.host == "127.0.0.1")
         #expect(configuration.port == 8080)
-        #expect(configuration.databasePath == "attestd.sqlite")
+        #expect(configuration.database == .sqlite(path: "attestd.sqlite"))
         #expect(configuration.gatewaySecretFile == nil)
         #expect(configuration.trustAnchorFile == nil)
     }
@@ -23,12 +23,12 @@ struct ServerConfigurationTests {
         let fromEnvironment = try ServerConfiguration.parse([], environment: environment)
         #expect(fromEnvironment.host == "0.0.0.0")
         #expect(fromEnvironment.port == 9000)
-        #expect(fromEnvironment.databasePath == "/var/lib/attestd/db.sqlite")
+        #expect(fromEnvironment.database == .sqlite(path: "/var/lib/attestd/db.sqlite"))
         #expect(fromEnvironment.gatewaySecretFile == "/etc/s")
         let flagged = try ServerConfiguration.parse(["--listen", "[::1]:0", "--db=x.sqlite"], environment: environment)
         #expect(flagged.host == "::1")
         #expect(flagged.port == 0)
-        #expect(flagged.databasePath == "x.sqlite")
+        #expect(flagged.database == .sqlite(path: "x.sqlite"))
     }
 
     @Test("sets rate limits with burst twice the rate, 0 meaning unlimited")
