@@ -144,7 +144,7 @@ struct DeviceSimulator: Sendable {
     private func challenge(_ connection: inout Connection, _ log: inout DeviceLog) -> (text: String, bytes: [UInt8])? {
         connection.perform(.challenge, .json("/v1/challenge", ["client_id": plan.clientID]), log: &log) { body in
             // The client data are the challenge's 32 raw bytes (docs/API.md).
-            guard let text = body["challenge"] as? String, let bytes = Encoding.base64URL(text), bytes.count == 32 else { return nil }
+            guard let text = body["challenge"] as? String, let bytes = Base64Text.decode(text, .url), bytes.count == 32 else { return nil }
             return (text, bytes)
         }
     }

@@ -57,7 +57,7 @@ enum IntegrationCommands {
                 fields: ["actor": io.environment["USER"] ?? "unknown", "tool": "attestctl"]))
     }
 
-    struct Clock: AttestService.Clock {
+    struct Clock: WallClock {
         let io: ToolIO
         func now() -> Int64 { io.now() }
     }
@@ -79,9 +79,9 @@ enum IntegrationCommands {
             io.standardOutput(options.flag("json") ? IntegrationJSON.encode(record) : record.clientID + "\n")
             return ExitCode.success
         } catch  where error.code == .invalidIntegration {
-            throw UsageError(message: "\(error.reason): \(error.detail)")
+            throw UsageError(message: "\(error.subcode.identifier): \(error.reason)")
         } catch {
-            io.standardError("attestctl integration create: \(error.detail)\n")
+            io.standardError("attestctl integration create: \(error.reason)\n")
             return ExitCode.failure
         }
     }
@@ -126,7 +126,7 @@ enum IntegrationCommands {
             }
             return ExitCode.success
         } catch {
-            io.standardError("attestctl integration revoke: \(error.detail)\n")
+            io.standardError("attestctl integration revoke: \(error.reason)\n")
             return ExitCode.failure
         }
     }
@@ -145,7 +145,7 @@ enum IntegrationCommands {
             }
             return ExitCode.success
         } catch {
-            io.standardError("attestctl integration list: \(error.detail)\n")
+            io.standardError("attestctl integration list: \(error.reason)\n")
             return ExitCode.failure
         }
     }
@@ -175,7 +175,7 @@ enum IntegrationCommands {
             }
             return ExitCode.success
         } catch {
-            io.standardError("attestctl integration show: \(error.detail)\n")
+            io.standardError("attestctl integration show: \(error.reason)\n")
             return ExitCode.failure
         }
     }

@@ -35,12 +35,21 @@ package enum AssertionVerifier {
     /// DER ECDSA P-256 signatures are 8 to 72 bytes.
     static let signatureLengths = 8...72
 
+    /// Parses the object and checks its shape (CBOR, keys, authenticator data, signature
+    /// length): everything that needs no key, so a caller can refuse malformed input before it
+    /// looks a device up and the answer cannot depend on whether the key is registered.
+    package static func parse(_ bytes: [UInt8]) throws(AttestError) -> AssertionObject {
+        let object = try AssertionObject(cbor: bytes)
+        try AssertionChecks.signatureShape(object)
+        return object
+    }
+
     /// Runs every check in order; the first failure is thrown.
     package static func verify(_ input: AssertionInput) throws(AttestError) -> VerifiedAssertion {
         guard input.publicKey.curve == .p256 else {
             throw AttestError(.invalidPublicKey, "the registered key is not an EC P-256 key")
         }
-        let object = try AssertionObject(cbor: input.object)
+        let object = try parse(input.object)
         let authData = object.authenticatorData
         try AssertionChecks.signature(object, clientDataHash: input.clientDataHash, key: input.publicKey)
         let appID = try AttestationChecks.relyingParty(authData, appIDs: input.appIDs)
@@ -55,12 +64,16 @@ enum AssertionChecks {
     /// clientDataHash). The ECDSA primitive therefore sees SHA-256(nonce): devices sign the
     /// nonce as a message, not as a digest (the trap several public verifiers fell into).
     static func signature(_ object: AssertionObject, clientDataHash: [UInt8], key: PublicKey) throws(AttestError) {
-        guard AssertionVerifier.signatureLengths.contains(object.signature.count) else {
-            throw AttestError(.signatureEncoding, "signature is \(object.signature.count) bytes; DER ECDSA P-256 takes 8 to 72")
-        }
         let nonce = Digest.sha256(object.authenticatorData.rawBytes + clientDataHash)
         guard key.verifySignature(object.signature, over: nonce, digest: .sha256) else {
             throw AttestError(.signature, "the signature does not verify with the registered key")
+        }
+    }
+
+    /// The signature is long enough to be a DER ECDSA P-256 signature (checked at parse time).
+    static func signatureShape(_ object: AssertionObject) throws(AttestError) {
+        guard AssertionVerifier.signatureLengths.contains(object.signature.count) else {
+            throw AttestError(.signatureEncoding, "signature is \(object.signature.count) bytes; DER ECDSA P-256 takes 8 to 72")
         }
     }
 

@@ -1,3 +1,5 @@
+import AttestCrypto
+
 /// The App Attest nonce certificate extension, OID 1.2.840.113635.100.8.2:
 /// `SEQUENCE { [1] EXPLICIT { OCTET STRING (32 bytes) } }`, parsed as strict DER.
 enum NonceExtension {

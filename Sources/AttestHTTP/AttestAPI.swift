@@ -1,11 +1,12 @@
+import AttestCore
 import AttestCrypto
 package import AttestHTTPServer
 package import AttestService
 import Foundation
 import Synchronization
 
-/// The HTTP API of attestd (docs/API.md): routing, request decoding, problem documents,
-/// metrics and one log line per request. All decisions are the `TokenService`'s.
+/// The HTTP API of attestd (docs/API.md): one table of routes to handlers, request decoding,
+/// problem documents, metrics and one log line per request. All decisions are the `TokenService`'s.
 package struct AttestAPI: HTTPResponder {
     /// What the API needs besides the service.
     package struct Settings: Sendable {
@@ -15,22 +16,72 @@ package struct AttestAPI: HTTPResponder {
         /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
         package var trustsAppleRoot: Bool
         package var version: String
+        /// The storage kind reported by /healthz and /readyz (`sqlite` or `postgresql`).
+        package var storage: String
         /// Set only in `--insecure-test-mode`: enables the /test/ routes.
-        package var testClock: TestModeClock?
+        package var testClock: SettableWallClock?
 
-        package init(gatewaySecret: String?, trustsAppleRoot: Bool, version: String, testClock: TestModeClock? = nil) {
+        package init(
+            gatewaySecret: String?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
+            testClock: SettableWallClock? = nil
+        ) {
             self.gatewaySecret = gatewaySecret
             self.trustsAppleRoot = trustsAppleRoot
             self.version = version
+            self.storage = storage
             self.testClock = testClock
         }
     }
+
+    /// The routes, by the name used in metrics and logs.
+    enum RouteName: String, Sendable {
+        case challenge, attest, token, introspect, authorize, healthz, readyz, metrics
+        case testClock = "test_clock"
+        case testChallenge = "test_challenge"
+        /// No route matched (404).
+        case unknown
+
+        /// Routes whose successful requests are not logged one line each (probes and scrapes).
+        var isQuiet: Bool { self == .metrics || self == .healthz || self == .readyz }
+    }
+
+    /// One endpoint: its method (HEAD is served wherever GET is) and its handler.
+    struct Route: Sendable {
+        let method: String
+        let name: RouteName
+        let handler: @Sendable (AttestAPI) -> (HTTPRequest, inout RequestLog) throws(Problem) -> HTTPResponse
+    }
+
+    /// What a request's log line says besides route and status.
+    struct RequestLog {
+        var clientID: String?
+        var outcome: String?
+    }
+
+    /// The API's endpoints.
+    static let routes: [String: Route] = [
+        "/v1/challenge": Route(method: "POST", name: .challenge, handler: { $0.challenge }),
+        "/v1/attest": Route(method: "POST", name: .attest, handler: { $0.attest }),
+        "/v1/token": Route(method: "POST", name: .token, handler: { $0.token }),
+        "/v1/introspect": Route(method: "POST", name: .introspect, handler: { $0.introspect }),
+        "/v1/authorize": Route(method: "GET", name: .authorize, handler: { $0.authorize }),
+        "/healthz": Route(method: "GET", name: .healthz, handler: { $0.healthz }),
+        "/readyz": Route(method: "GET", name: .readyz, handler: { $0.readyz }),
+        "/metrics": Route(method: "GET", name: .metrics, handler: { $0.metricsText }),
+    ]
+
+    /// Endpoints that exist only in `--insecure-test-mode`.
+    static let testRoutes: [String: Route] = [
+        "/test/clock": Route(method: "POST", name: .testClock, handler: { $0.setTestClock }),
+        "/test/challenge": Route(method: "POST", name: .testChallenge, handler: { $0.seedChallenge }),
+    ]
 
     let service: TokenService
     let settings: Settings
     let logger: Logger
     package let metrics: Metrics
     let gauges: @Sendable () -> [(name: String, help: String, value: Int)]
+    private let table: [String: Route]
     private let requestCounter = RequestCounter()
 
     package init(
@@ -42,122 +93,113 @@ package struct AttestAPI: HTTPResponder {
         self.logger = logger
         metrics = Metrics(version: settings.version)
         self.gauges = gauges
+        // The /test/ routes do not exist outside test mode: a production server answers 404.
+        table = settings.testClock == nil ? Self.routes : Self.routes.merging(Self.testRoutes) { first, _ in first }
     }
-
-    /// The routes: path → (method, handler).
-    private static let routes: [String: (method: String, name: String)] = [
-        "/v1/challenge": ("POST", "challenge"), "/v1/attest": ("POST", "attest"), "/v1/token": ("POST", "token"),
-        "/v1/introspect": ("POST", "introspect"), "/v1/authorize": ("GET", "authorize"), "/healthz": ("GET", "healthz"),
-        "/metrics": ("GET", "metrics"),
-    ]
-
-    /// Routes that exist only in `--insecure-test-mode`.
-    private static let testRoutes: [String: (method: String, name: String)] = [
-        "/test/clock": ("POST", "test_clock"), "/test/challenge": ("POST", "test_challenge"),
-    ]
 
     package func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = ContinuousClock.now
         let requestID = requestCounter.next()
-        var context = LogContext()
-        let route = Self.routes[request.path] ?? (settings.testClock != nil ? Self.testRoutes[request.path] : nil)
+        var log = RequestLog()
+        let route = table[request.path]
         var response: HTTPResponse
-        if let route {
-            if request.method == route.method || (route.method == "GET" && request.method == "HEAD") {
-                do {
-                    response = try handle(route.name, request, &context)
-                } catch {
-                    context.outcome = error.reason
-                    response = error.response
-                }
-            } else {
-                context.outcome = "method_not_allowed"
-                var problem = Problem(
-                    status: 405, code: "method_not_allowed", reason: "method_not_allowed", detail: "\(request.path) takes \(route.method)")
-                problem.headers = [HTTPHeader(name: "Allow", value: route.method)]
-                response = problem.response
+        do throws(Problem) {
+            guard let route else { throw Problem(.notFound, .notFound, "no such endpoint") }
+            guard request.method == route.method || (route.method == "GET" && request.method == "HEAD") else {
+                throw Problem(
+                    .methodNotAllowed, .methodNotAllowed, "\(request.path) takes \(route.method)",
+                    headers: [HTTPHeader(name: "Allow", value: route.method)])
             }
-        } else {
-            context.outcome = "not_found"
-            response = Problem(status: 404, code: "not_found", reason: "not_found", detail: "no such endpoint").response
+            response = try route.handler(self)(request, &log)
+        } catch {
+            response = failure(error, &log)
         }
         response.headers.append(HTTPHeader(name: "X-Request-Id", value: requestID))
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let routeName = route?.name ?? "unknown"
-        metrics.recordRequest(route: routeName, status: response.status, seconds: seconds)
-        if routeName != "metrics" && routeName != "healthz" {
+        let name = route?.name ?? .unknown
+        metrics.recordRequest(route: name.rawValue, status: response.status, seconds: seconds)
+        if !name.isQuiet || response.status >= 500 {
             var fields: [(String, LogValue)] = [
-                ("request.id", .string(requestID)), ("route", .string(routeName)), ("status", .int(response.status)),
-                ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(context.outcome ?? "ok")),
+                ("request.id", .string(requestID)), ("route", .string(name.rawValue)), ("status", .int(response.status)),
+                ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(log.outcome ?? "ok")),
             ]
-            if let clientID = context.clientID { fields.append(("client.id", .string(clientID))) }
+            if let clientID = log.clientID { fields.append(("client.id", .string(clientID))) }
             fields.append(("remote", .string(request.remoteAddress)))
-            logger.log(response.status >= 500 ? "error" : "info", "request", fields: fields)
+            logger.log(response.status >= 500 ? .error : .info, "request", fields: fields)
         }
         return response
     }
 
-    struct LogContext {
-        var clientID: String?
-        var outcome: String?
+    /// The one place a refusal becomes a response: the outcome for the log line, and for a
+    /// storage or internal failure its own message in the log and a count in the metrics.
+    private func failure(_ problem: Problem, _ log: inout RequestLog) -> HTTPResponse {
+        log.outcome = problem.subcode.identifier
+        if let internalReason = problem.internalReason {
+            metrics.recordStorageError(problem.subcode.identifier)
+            logger.log(
+                .error, problem.code == .service(.storageUnavailable) ? "storage unavailable" : "internal error",
+                ["detail": .string(internalReason)])
+        }
+        return problem.response
     }
 
-    private func handle(_ route: String, _ request: HTTPRequest, _ context: inout LogContext) throws(Problem) -> HTTPResponse {
-        switch route {
-        case "challenge":
-            let fields = try jsonFields(request, required: ["client_id"])
-            context.clientID = fields["client_id"]
-            let issued = try serviceCall { () throws(ServiceError) in
-                try service.issueChallenge(clientID: fields["client_id"] ?? "", from: request.remoteAddress)
+    // MARK: Device endpoints
+
+    private func challenge(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(request, required: [.clientID])
+        let clientID = fields[.clientID] ?? ""
+        log.clientID = clientID
+        let issued = try serviceCall { () throws(ServiceError) in
+            try service.issueChallenge(clientID: clientID, from: request.remoteAddress)
+        }
+        return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
+    }
+
+    private func attest(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(request, required: [.clientID, .keyID, .attestation, .challenge])
+        let clientID = fields[.clientID] ?? ""
+        log.clientID = clientID
+        let token = try verified(.attestation, clientID: clientID) { () throws(ServiceError) -> IssuedToken in
+            let challenge = try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: settings.testClock != nil)
+            let (keyID, object) = try spendingOnFailure(challenge) { () throws(ServiceError) in
+                (
+                    try RequestDecoding.keyID(fields[.keyID] ?? ""),
+                    try RequestDecoding.object(fields[.attestation] ?? "", .attestation, limit: AttestationObject.maximumSize)
+                )
             }
-            return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
-        case "attest":
-            let fields = try jsonFields(request, required: ["client_id", "key_id", "attestation", "challenge"])
-            context.clientID = fields["client_id"]
-            let attest = AttestRequest(
-                clientID: fields["client_id"] ?? "", keyID: fields["key_id"] ?? "", attestation: fields["attestation"] ?? "",
-                challenge: fields["challenge"] ?? "")
-            let token = try verified("attestation") { () throws(ServiceError) in try service.attest(attest, from: request.remoteAddress) }
-            return tokenResponse(token)
-        case "token":
-            let fields = try jsonFields(request, required: ["client_id", "key_id", "assertion", "challenge"])
-            context.clientID = fields["client_id"]
-            let refresh = RefreshRequest(
-                clientID: fields["client_id"] ?? "", keyID: fields["key_id"] ?? "", assertion: fields["assertion"] ?? "",
-                challenge: fields["challenge"] ?? "")
-            let token = try verified("assertion") { () throws(ServiceError) in try service.refresh(refresh, from: request.remoteAddress) }
-            return tokenResponse(token)
-        case "introspect":
-            return try introspect(request, &context)
-        case "authorize":
-            return try authorize(request, &context)
-        case "healthz":
-            return JSONBody.response([
-                ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"),
-                ("test_mode", settings.testClock != nil),
-                ("version", settings.version),
-            ])
-        case "test_clock":
-            let fields = try jsonFields(request, required: ["now"])
-            guard let clock = settings.testClock, let seconds = Int64(fields["now"] ?? ""), seconds >= 0 else {
-                throw Problem.malformed("now", "now must be Unix seconds as a string")
+            return try service.attest(
+                AttestRequest(clientID: clientID, keyID: keyID, attestation: object, challenge: challenge), from: request.remoteAddress)
+        }
+        return tokenResponse(token)
+    }
+
+    private func token(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(request, required: [.clientID, .keyID, .assertion, .challenge])
+        let clientID = fields[.clientID] ?? ""
+        log.clientID = clientID
+        let token = try verified(.assertion, clientID: clientID) { () throws(ServiceError) -> IssuedToken in
+            let challenge = try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: settings.testClock != nil)
+            let (keyID, object) = try spendingOnFailure(challenge) { () throws(ServiceError) in
+                (
+                    try RequestDecoding.keyID(fields[.keyID] ?? ""),
+                    try RequestDecoding.object(fields[.assertion] ?? "", .assertion, limit: AssertionObject.maximumSize)
+                )
             }
-            clock.set(seconds)
-            logger.log("warning", "test clock set", ["test.now": .int(Int(seconds))])
-            return JSONBody.response([("now", seconds)])
-        case "test_challenge":
-            let fields = try jsonFields(request, required: ["client_id", "challenge"])
-            guard let bytes = Encoding.base64URL(fields["challenge"] ?? ""), (1...256).contains(bytes.count) else {
-                throw Problem.malformed("challenge", "challenge must be base64url (no padding) of 1 to 256 bytes")
-            }
-            try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: fields["client_id"] ?? "", bytes: bytes) }
-            return JSONBody.response([("seeded", true)])
-        default:
-            let text = metrics.render(gauges: gauges())
-            return HTTPResponse(
-                status: 200, headers: [HTTPHeader(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")],
-                body: Array(text.utf8))
+            return try service.refresh(
+                RefreshRequest(clientID: clientID, keyID: keyID, assertion: object, challenge: challenge), from: request.remoteAddress)
+        }
+        return tokenResponse(token)
+    }
+
+    /// Decodes the other fields of a request whose challenge was well formed; if one is
+    /// malformed, the challenge is spent before the 400 (spent on first presentation).
+    private func spendingOnFailure<T>(_ challenge: Challenge, _ decode: () throws(ServiceError) -> T) throws(ServiceError) -> T {
+        do {
+            return try decode()
+        } catch {
+            try service.spend(challenge)
+            throw error
         }
     }
 
@@ -169,17 +211,25 @@ package struct AttestAPI: HTTPResponder {
         ])
     }
 
-    /// Runs a verification, recording its outcome in the metrics.
-    private func verified(_ kind: String, _ body: () throws(ServiceError) -> IssuedToken) throws(Problem) -> IssuedToken {
+    /// Runs a verification, recording its outcome in the metrics: overall, and per integration
+    /// once the outcome shows that the client ID names a real integration.
+    private func verified(
+        _ kind: Metrics.VerificationKind, clientID: String, _ body: () throws(ServiceError) -> IssuedToken
+    ) throws(Problem) -> IssuedToken {
         do {
             let token = try body()
-            metrics.recordOutcome(kind: kind, code: "ok")
+            metrics.recordOutcome(kind: kind, outcome: "ok", integration: clientID)
             return token
         } catch {
-            if [.attestationRejected, .assertionRejected, .malformedRequest].contains(error.code) {
-                metrics.recordOutcome(kind: kind, code: error.reason)
+            switch (error.code, error.subcode) {
+            case (.attestationRejected, _), (.assertionRejected, _), (.malformedRequest, .check):
+                // Only reached after the integration was found: its client ID is a real one.
+                metrics.recordOutcome(kind: kind, outcome: error.subcode.identifier, integration: clientID)
+            case (.malformedRequest, _):
+                metrics.recordOutcome(kind: kind, outcome: error.subcode.identifier, integration: nil)
+            default:
+                break
             }
-            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": .string(error.detail)]) }
             throw Problem(error)
         }
     }
@@ -188,60 +238,30 @@ package struct AttestAPI: HTTPResponder {
         do {
             return try body()
         } catch {
-            if error.code == .storageUnavailable { logger.log("error", "storage unavailable", ["detail": .string(error.detail)]) }
             throw Problem(error)
         }
     }
 
-    /// The JSON object of a request, after the media type, shape and required-field checks.
-    private func jsonFields(_ request: HTTPRequest, required: [String]) throws(Problem) -> [String: String] {
-        let contentType = request.header("Content-Type")?.split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        }
-        guard contentType == "application/json" else {
-            throw Problem(
-                status: 415, code: "unsupported_media_type", reason: "content_type", detail: "send Content-Type: application/json")
-        }
-        let fields: [String: String]
-        do {
-            fields = try FlatJSON.parse(request.body)
-        } catch .duplicateKey {
-            throw Problem.malformed("json_duplicate_key", "a JSON key appears twice")
-        } catch {
-            throw Problem.malformed("json", "the body must be one JSON object of string values")
-        }
-        for name in required where fields[name] == nil {
-            throw Problem.malformed("missing_\(name)", "\(name) is required")
-        }
-        return fields
-    }
+    // MARK: Gateway endpoints
 
     /// RFC 7662 introspection, for callers holding the gateway secret.
-    private func introspect(_ request: HTTPRequest, _ context: inout LogContext) throws(Problem) -> HTTPResponse {
+    private func introspect(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         guard let secret = settings.gatewaySecret, let presented = Self.bearer(request),
             ConstantTime.equals(Array(presented.utf8), Array(secret.utf8))
         else {
             throw Problem(
-                status: 401, code: "unauthorized", reason: "gateway_secret", detail: "introspection needs the gateway credential",
+                .unauthorized, .gatewaySecret, "introspection needs the gateway credential",
                 headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer realm=\"attestd-introspect\"")])
         }
-        let contentType = request.header("Content-Type")?.split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        try RequestDecoding.requireContentType(request, .form)
+        guard let token = FormBody.parse(request.body)?["token"] else {
+            throw Problem.malformed(.missing(.token), "the form must carry token=...")
         }
-        guard contentType == "application/x-www-form-urlencoded" else {
-            throw Problem(
-                status: 415, code: "unsupported_media_type", reason: "content_type",
-                detail: "send Content-Type: application/x-www-form-urlencoded")
-        }
-        guard let form = FormBody.parse(request.body), let token = form["token"] else {
-            throw Problem.malformed("missing_token", "the form must carry token=...")
-        }
-        let active = try serviceCall { () throws(ServiceError) in try service.introspect(token) }
-        guard let active else {
-            context.outcome = "inactive"
+        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else {
+            log.outcome = "inactive"
             return JSONBody.response([("active", false)])
         }
-        context.clientID = active.clientID
+        log.clientID = active.clientID
         return JSONBody.response([
             ("active", true), ("scope", active.scope), ("client_id", active.clientID), ("workspace_id", active.workspaceID),
             ("iat", active.issuedAt), ("exp", active.expiresAt), ("token_type", "Bearer"),
@@ -249,18 +269,18 @@ package struct AttestAPI: HTTPResponder {
     }
 
     /// Forward-auth (nginx `auth_request`, Envoy `ext_authz`): 200 with the workspace, or 401.
-    private func authorize(_ request: HTTPRequest, _ context: inout LogContext) throws(Problem) -> HTTPResponse {
-        let challenge = HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")
-        let invalid = Problem(
-            status: 401, code: "invalid_token", reason: "invalid_token", detail: "the access token is not valid", headers: [challenge])
+    private func authorize(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         guard let token = Self.bearer(request) else {
-            context.outcome = "missing_token"
             throw Problem(
-                status: 401, code: "invalid_token", reason: "missing_token", detail: "send Authorization: Bearer <access token>",
+                .invalidToken, .missingToken, "send Authorization: Bearer <access token>",
                 headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer")])
         }
-        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else { throw invalid }
-        context.clientID = active.clientID
+        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else {
+            throw Problem(
+                .invalidToken, .invalidToken, "the access token is not valid",
+                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")])
+        }
+        log.clientID = active.clientID
         return HTTPResponse(
             status: 200,
             headers: [
@@ -282,6 +302,50 @@ package struct AttestAPI: HTTPResponder {
         guard !credential.contains(0x20) else { return nil }
         return String(credential)
     }
+
+    // MARK: Operations endpoints
+
+    /// Liveness: the process answers. Says which trust anchor and storage it runs with.
+    private func healthz(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        JSONBody.response([
+            ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"),
+            ("test_mode", settings.testClock != nil), ("storage", settings.storage), ("version", settings.version),
+        ])
+    }
+
+    /// Readiness: 200 while the storage answers, 503 `storage_unavailable` with Retry-After
+    /// while it does not (load balancers take the node out of rotation).
+    private func readyz(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        try serviceCall { () throws(ServiceError) in try service.checkStorage() }
+        return JSONBody.response([("status", "ready"), ("storage", settings.storage)])
+    }
+
+    private func metricsText(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        HTTPResponse(
+            status: 200, headers: [HTTPHeader(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")],
+            body: Array(metrics.render(gauges: gauges()).utf8))
+    }
+
+    // MARK: Test mode
+
+    private func setTestClock(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(request, required: [.now])
+        guard let clock = settings.testClock, let seconds = Int64(fields[.now] ?? ""), seconds >= 0 else {
+            throw Problem.malformed(.field(.now), "now must be Unix seconds as a string")
+        }
+        clock.set(seconds)
+        logger.log(.warning, "test clock set", ["test.now": .int(Int(seconds))])
+        return JSONBody.response([("now", seconds)])
+    }
+
+    private func seedChallenge(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(request, required: [.clientID, .challenge])
+        guard let bytes = Base64Text.decode(fields[.challenge] ?? "", .url), let challenge = Challenge(bytes, seeded: true) else {
+            throw Problem.malformed(.field(.challenge), "challenge must be base64url (no padding) of 1 to 256 bytes")
+        }
+        try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: fields[.clientID] ?? "", challenge: challenge) }
+        return JSONBody.response([("seeded", true)])
+    }
 }
 
 /// Request IDs: a per-process random prefix and a counter (unique, cheap, and not secret).
@@ -290,7 +354,7 @@ final class RequestCounter: Sendable {
     private let counter = Atomic<UInt64>(0)
 
     init() {
-        prefix = ((try? SecureRandom.bytes(4)) ?? [0, 0, 0, 0]).map { String($0, radix: 16) }.joined()
+        prefix = Hex.encode((try? SecureRandom.bytes(4)) ?? [0, 0, 0, 0])
     }
 
     func next() -> String {

@@ -11,9 +11,38 @@ package final class Metrics: Sendable {
         var count: UInt64 = 0
     }
 
+    /// What was verified.
+    enum VerificationKind: String, Sendable {
+        case attestation
+        case assertion
+    }
+
+    private struct RequestKey: Hashable, Comparable {
+        let route: String
+        let status: Int
+        static func < (lhs: RequestKey, rhs: RequestKey) -> Bool { (lhs.route, lhs.status) < (rhs.route, rhs.status) }
+    }
+
+    private struct OutcomeKey: Hashable, Comparable {
+        let kind: String
+        let outcome: String
+        static func < (lhs: OutcomeKey, rhs: OutcomeKey) -> Bool { (lhs.kind, lhs.outcome) < (rhs.kind, rhs.outcome) }
+    }
+
+    private struct IntegrationKey: Hashable, Comparable {
+        let clientID: String
+        let kind: String
+        let result: String
+        static func < (lhs: IntegrationKey, rhs: IntegrationKey) -> Bool {
+            (lhs.clientID, lhs.kind, lhs.result) < (rhs.clientID, rhs.kind, rhs.result)
+        }
+    }
+
     private struct State {
-        var requests: [String: UInt64] = [:]  // "route\u{0}status"
-        var outcomes: [String: UInt64] = [:]  // "kind\u{0}code"
+        var requests: [RequestKey: UInt64] = [:]
+        var outcomes: [OutcomeKey: UInt64] = [:]
+        var integrations: [IntegrationKey: UInt64] = [:]
+        var storageErrors: [String: UInt64] = [:]
         var tokensMinted: UInt64 = 0
         var latency: [String: Histogram] = [:]
     }
@@ -27,7 +56,7 @@ package final class Metrics: Sendable {
 
     func recordRequest(route: String, status: Int, seconds: Double) {
         state.withLock { state in
-            state.requests["\(route)\u{0}\(status)", default: 0] += 1
+            state.requests[RequestKey(route: route, status: status), default: 0] += 1
             var histogram = state.latency[route] ?? Histogram()
             for (index, bound) in Metrics.latencyBuckets.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
             histogram.sum += seconds
@@ -36,9 +65,21 @@ package final class Metrics: Sendable {
         }
     }
 
-    /// A verification outcome: kind is `attestation` or `assertion`, code is `ok` or the check that failed.
-    func recordOutcome(kind: String, code: String) {
-        state.withLock { $0.outcomes["\(kind)\u{0}\(code)", default: 0] += 1 }
+    /// A verification outcome (`ok` or the check that failed), and when `integration` is the
+    /// client ID of an existing integration, its per-integration ok/failed count.
+    func recordOutcome(kind: VerificationKind, outcome: String, integration: String?) {
+        state.withLock { state in
+            state.outcomes[OutcomeKey(kind: kind.rawValue, outcome: outcome), default: 0] += 1
+            if let integration {
+                let key = IntegrationKey(clientID: integration, kind: kind.rawValue, result: outcome == "ok" ? "ok" : "failed")
+                state.integrations[key, default: 0] += 1
+            }
+        }
+    }
+
+    /// A request refused with 503 (or 500) because the storage (or the random source) failed.
+    func recordStorageError(_ reason: String) {
+        state.withLock { $0.storageErrors[reason, default: 0] += 1 }
     }
 
     func recordTokenMinted() {
@@ -55,16 +96,31 @@ package final class Metrics: Sendable {
         ]
         lines += ["# HELP attestd_http_requests_total HTTP requests by route and status.", "# TYPE attestd_http_requests_total counter"]
         for (key, value) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
-            lines.append("attestd_http_requests_total{route=\"\(parts[0])\",status=\"\(parts[1])\"} \(value)")
+            lines.append("attestd_http_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(value)")
         }
         lines += [
             "# HELP attestd_verifications_total Attestation and assertion verifications by outcome (ok or the failed check).",
             "# TYPE attestd_verifications_total counter",
         ]
         for (key, value) in snapshot.outcomes.sorted(by: { $0.key < $1.key }) {
-            let parts = key.split(separator: "\u{0}", omittingEmptySubsequences: false)
-            lines.append("attestd_verifications_total{kind=\"\(parts[0])\",outcome=\"\(parts[1])\"} \(value)")
+            lines.append("attestd_verifications_total{kind=\"\(key.kind)\",outcome=\"\(key.outcome)\"} \(value)")
+        }
+        lines += [
+            "# HELP attestd_integration_verifications_total Attestation and assertion verifications per registered integration, "
+                + "by result (ok or failed).",
+            "# TYPE attestd_integration_verifications_total counter",
+        ]
+        for (key, value) in snapshot.integrations.sorted(by: { $0.key < $1.key }) {
+            lines.append(
+                "attestd_integration_verifications_total{client_id=\"\(key.clientID)\",kind=\"\(key.kind)\",result=\"\(key.result)\"} \(value)"
+            )
+        }
+        lines += [
+            "# HELP attestd_storage_errors_total Requests refused with 503 storage_unavailable (or 500 internal_error), by cause.",
+            "# TYPE attestd_storage_errors_total counter",
+        ]
+        for (reason, value) in snapshot.storageErrors.sorted(by: { $0.key < $1.key }) {
+            lines.append("attestd_storage_errors_total{reason=\"\(reason)\"} \(value)")
         }
         lines += [
             "# HELP attestd_tokens_minted_total Access tokens issued.", "# TYPE attestd_tokens_minted_total counter",

@@ -1,54 +1,127 @@
 import AttestHTTPServer
 import AttestService
-import Foundation
 
-/// An `application/problem+json` answer (RFC 9457) with the stable `code` and `reason` fields
-/// documented in docs/API.md.
+/// An `application/problem+json` answer (RFC 9457): the stable `code` and `reason` fields of
+/// docs/API.md and a `detail` sentence.
+///
+/// In Swift, as in every layer, `reason` is the human sentence and `subcode` the machine one;
+/// the wire names them `detail` and `reason` (the contract predates this type). Both codes are
+/// closed enums: the service's, plus the few that only HTTP produces.
 struct Problem: Error, Sendable {
-    let status: Int
-    let code: String
-    let reason: String
-    let detail: String
-    var headers: [HTTPHeader] = []
+    /// The wire `code`.
+    enum Code: Sendable, Hashable {
+        case service(ServiceError.Code)
+        case notFound
+        case methodNotAllowed
+        case unsupportedMediaType
+        case unauthorized
+        case invalidToken
 
-    /// The HTTP status for each service error code.
-    static func status(for code: ServiceError.Code) -> Int {
-        switch code {
-        case .malformedRequest, .invalidIntegration: 400
-        case .invalidChallenge, .attestationRejected, .assertionRejected, .invalidToken: 401
-        case .integrationRevoked, .deviceBlocked: 403
-        case .integrationNotFound: 404
-        case .keyAlreadyRegistered: 409
-        case .rateLimited: 429
-        case .storageUnavailable: 503
+        /// The stable wire spelling.
+        var identifier: String {
+            switch self {
+            case .service(let code): code.rawValue
+            case .notFound: "not_found"
+            case .methodNotAllowed: "method_not_allowed"
+            case .unsupportedMediaType: "unsupported_media_type"
+            case .unauthorized: "unauthorized"
+            case .invalidToken: "invalid_token"
+            }
+        }
+
+        /// The HTTP status of each code.
+        var status: Int {
+            switch self {
+            case .service(let code):
+                switch code {
+                case .malformedRequest, .invalidIntegration: 400
+                case .invalidChallenge, .attestationRejected, .assertionRejected: 401
+                case .integrationRevoked, .deviceBlocked: 403
+                case .integrationNotFound: 404
+                case .keyAlreadyRegistered: 409
+                case .rateLimited: 429
+                case .internalError: 500
+                case .storageUnavailable: 503
+                }
+            case .notFound: 404
+            case .methodNotAllowed: 405
+            case .unsupportedMediaType: 415
+            case .unauthorized, .invalidToken: 401
+            }
         }
     }
 
-    init(status: Int, code: String, reason: String, detail: String, headers: [HTTPHeader] = []) {
-        self.status = status
-        self.code = code
-        self.reason = reason
-        self.detail = detail
-        self.headers = headers
+    /// The wire `reason`.
+    enum Subcode: Sendable, Hashable {
+        case service(ServiceError.Subcode)
+        case notFound
+        case methodNotAllowed
+        case contentType
+        case gatewaySecret
+        case missingToken
+        case invalidToken
+
+        /// The stable wire spelling.
+        var identifier: String {
+            switch self {
+            case .service(let subcode): subcode.identifier
+            case .notFound: "not_found"
+            case .methodNotAllowed: "method_not_allowed"
+            case .contentType: "content_type"
+            case .gatewaySecret: "gateway_secret"
+            case .missingToken: "missing_token"
+            case .invalidToken: "invalid_token"
+            }
+        }
     }
 
+    let code: Code
+    let subcode: Subcode
+    /// The sentence sent as `detail`.
+    let reason: String
+    var headers: [HTTPHeader] = []
+    /// What went wrong inside, for the log only (a storage failure's own message).
+    let internalReason: String?
+
+    /// The HTTP status.
+    var status: Int { code.status }
+
+    init(_ code: Code, _ subcode: Subcode, _ reason: String, headers: [HTTPHeader] = []) {
+        self.code = code
+        self.subcode = subcode
+        self.reason = reason
+        self.headers = headers
+        internalReason = nil
+    }
+
+    /// The problem for a service refusal. A storage or internal failure's sentence can name
+    /// SQLite or PostgreSQL internals: it goes to the log, and the caller gets a fixed sentence.
     init(_ error: ServiceError) {
-        status = Self.status(for: error.code)
-        code = error.code.rawValue
-        reason = error.reason
-        // A storage failure's detail can name SQLite internals: keep it in the log only.
-        detail = error.code == .storageUnavailable ? "storage is unavailable; retry later" : error.detail
+        code = .service(error.code)
+        subcode = .service(error.subcode)
+        switch error.code {
+        case .storageUnavailable:
+            reason = "storage is unavailable; retry later"
+            internalReason = error.reason
+        case .internalError:
+            reason = "attestd failed internally; retry later"
+            internalReason = error.reason
+        default:
+            reason = error.reason
+            internalReason = nil
+        }
         if let retry = error.retryAfter { headers = [HTTPHeader(name: "Retry-After", value: String(retry))] }
     }
 
-    static func malformed(_ reason: String, _ detail: String) -> Problem {
-        Problem(status: 400, code: "malformed_request", reason: reason, detail: detail)
+    /// A malformed request (400 `malformed_request`).
+    static func malformed(_ subcode: ServiceError.Subcode, _ reason: String) -> Problem {
+        Problem(ServiceError.malformed(subcode, reason))
     }
 
     var response: HTTPResponse {
         let body = JSONBody.encode([
-            ("type", "about:blank"), ("title", HTTPStatus.phrase(status)), ("status", status), ("code", code), ("reason", reason),
-            ("detail", detail),
+            ("type", "about:blank"), ("title", HTTPStatus.phrase(status)), ("status", status), ("code", code.identifier),
+            ("reason", subcode.identifier), ("detail", reason),
         ])
         return HTTPResponse(
             status: status, headers: [HTTPHeader(name: "Content-Type", value: "application/problem+json")] + headers, body: body)
@@ -64,10 +137,12 @@ enum HTTPStatus {
         case 403: "Forbidden"
         case 404: "Not Found"
         case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
         case 409: "Conflict"
         case 413: "Content Too Large"
         case 415: "Unsupported Media Type"
         case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
         case 503: "Service Unavailable"
         default: "Error"
         }
@@ -78,14 +153,7 @@ enum HTTPStatus {
 /// (members in the given order).
 enum JSONBody {
     static func encode(_ members: [(String, any Sendable)]) -> [UInt8] {
-        var text = "{"
-        for (index, (key, value)) in members.enumerated() {
-            if index > 0 { text += "," }
-            JSONText.appendString(key, to: &text)
-            text += ":"
-            JSONText.appendValue(value, to: &text)
-        }
-        return Array((text + "}").utf8)
+        Array(JSONText.object(members).utf8)
     }
 
     static func response(_ members: [(String, any Sendable)], status: Int = 200, headers: [HTTPHeader] = []) -> HTTPResponse {

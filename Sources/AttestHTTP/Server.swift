@@ -9,6 +9,7 @@ import Synchronization
 package final class Server: Sendable {
     package let http: HTTPServer
     package let store: any TokenStore
+    package let service: TokenService
     package let api: AttestAPI
     let logger: Logger
 
@@ -20,14 +21,14 @@ package final class Server: Sendable {
     /// Opens everything and starts listening. Refuses to start on a corrupt or newer database, an
     /// unreadable secret or anchor, or an address that cannot be bound.
     package init(
-        configuration: ServerConfiguration, version: String, logger: Logger, clock systemClock: any Clock = SystemClock()
+        configuration: ServerConfiguration, version: String, logger: Logger, clock systemClock: any WallClock = SystemWallClock()
     ) throws(StartupError) {
         self.logger = logger
-        let testClock = configuration.insecureTestMode ? TestModeClock(fallback: systemClock) : nil
-        let clock: any Clock = testClock ?? systemClock
+        let testClock = configuration.insecureTestMode ? SettableWallClock(following: systemClock) : nil
+        let clock: any WallClock = testClock ?? systemClock
         if configuration.insecureTestMode {
             logger.log(
-                "warning",
+                .warning,
                 "INSECURE TEST MODE: the clock can be set and challenges chosen by any local caller; never run this in production")
         }
         do {
@@ -43,7 +44,7 @@ package final class Server: Sendable {
             if let file = configuration.trustAnchorFile {
                 anchor = try TrustAnchor.custom(pem: String(contentsOfFile: file, encoding: .utf8))
                 logger.log(
-                    "warning", "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
+                    .warning, "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
                     ["trust_anchor.file": .string(file), "trust_anchor.is_apple": .bool(anchor.isAppleRoot)])
             } else {
                 anchor = try TrustAnchor.appleAppAttestationRoot()
@@ -61,7 +62,7 @@ package final class Server: Sendable {
                 throw StartupError(description: "the gateway secret in \(file) must be at least 16 characters")
             }
         } else {
-            logger.log("warning", "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
+            logger.log(.warning, "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
         }
         var policy = ServicePolicy()
         policy.attestPerIntegration = configuration.attestPerIntegration
@@ -75,18 +76,22 @@ package final class Server: Sendable {
             throw StartupError(description: "cannot build the verifier: \(error)")
         }
         let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy)
-        let store = store
+        self.service = service
         api = AttestAPI(
             service: service,
             settings: AttestAPI.Settings(
-                gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version, testClock: testClock),
+                gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version,
+                storage: configuration.database.kind.rawValue, testClock: testClock),
             logger: logger,
             gauges: {
-                let counts = (try? store.activeCounts()) ?? (0, 0, 0)
+                let statistics =
+                    (try? service.statistics())
+                    ?? StoreStatistics(activeIntegrations: 0, activeDevices: 0, revokedIntegrations: 0, bytes: 0)
                 return [
-                    ("attestd_active_integrations", "Integrations not revoked.", counts.0),
-                    ("attestd_active_devices", "Device keys not blocked.", counts.1),
-                    ("attestd_revoked_integrations", "Integrations revoked (permanently).", counts.2),
+                    ("attestd_active_integrations", "Integrations not revoked.", statistics.activeIntegrations),
+                    ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
+                    ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
+                    ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]
             })
@@ -99,7 +104,7 @@ package final class Server: Sendable {
             throw StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
         logger.log(
-            "info", "listening",
+            .info, "listening",
             [
                 "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
                 "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
@@ -110,34 +115,16 @@ package final class Server: Sendable {
     /// Stops accepting, lets in-flight requests finish, and closes the listener.
     package func stop() {
         http.stop()
-        logger.log("info", "stopped")
+        logger.log(.info, "stopped")
     }
 
     /// Deletes expired tokens and challenges; logs failures.
-    package func purge(clock: any Clock = SystemClock()) {
+    package func purge() {
         do {
-            let removed = try store.purgeExpired(at: clock.now())
-            if removed > 0 { logger.log("info", "purged expired rows", ["rows": .int(removed)]) }
+            let removed = try service.purgeExpired()
+            if removed > 0 { logger.log(.info, "purged expired rows", ["rows": .int(removed)]) }
         } catch {
-            logger.log("error", "purge failed", ["error": .string(error.code.rawValue)])
+            logger.log(.error, "purge failed", ["error": .string(error.subcode.identifier)])
         }
     }
-}
-
-/// TEST MODE ONLY: a clock that `POST /test/clock` sets; until set, it is the system clock.
-package final class TestModeClock: Clock {
-    private let fallback: any Clock
-    private let frozen = Atomic<Int64>(0)
-
-    init(fallback: any Clock) {
-        self.fallback = fallback
-    }
-
-    package func now() -> Int64 {
-        let value = frozen.load(ordering: .relaxed)
-        return value == 0 ? fallback.now() : value
-    }
-
-    /// Freezes the clock at `seconds` (Unix); 0 returns to the system clock.
-    package func set(_ seconds: Int64) { frozen.store(seconds, ordering: .relaxed) }
 }

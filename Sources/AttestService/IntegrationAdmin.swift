@@ -1,4 +1,5 @@
 package import AttestCore
+import AttestCrypto
 package import AttestStorage
 
 /// The administrator's use cases: create, list, show and (permanently) revoke integrations.
@@ -7,12 +8,12 @@ package struct IntegrationAdmin: Sendable {
     package static let maximumBundleIDs = 32
 
     let store: any TokenStore
-    let clock: any Clock
+    let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
 
     package init(
-        store: any TokenStore, clock: any Clock = SystemClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil
+        store: any TokenStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil
     ) {
         self.store = store
         self.clock = clock
@@ -26,41 +27,34 @@ package struct IntegrationAdmin: Sendable {
         workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: Set<AppAttestEnvironment>
     ) throws(ServiceError) -> IntegrationRecord {
         guard Self.isValidIdentifier(workspaceID) else {
-            throw ServiceError(.invalidIntegration, reason: "workspace_id", "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
+            throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
         }
         guard !name.isEmpty, name.count <= 200, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-            throw ServiceError(.invalidIntegration, reason: "name", "name must be 1 to 200 printable characters")
+            throw ServiceError.invalidIntegration(.name, "name must be 1 to 200 printable characters")
         }
         guard (1...Self.maximumBundleIDs).contains(bundleIDs.count) else {
-            throw ServiceError(
-                .invalidIntegration, reason: "bundle_id_count", "an integration has 1 to \(Self.maximumBundleIDs) bundle IDs")
+            throw ServiceError.invalidIntegration(.bundleIDCount, "an integration has 1 to \(Self.maximumBundleIDs) bundle IDs")
         }
         guard Set(bundleIDs).count == bundleIDs.count else {
-            throw ServiceError(.invalidIntegration, reason: "bundle_id_duplicate", "a bundle ID is listed twice")
+            throw ServiceError.invalidIntegration(.bundleIDDuplicate, "a bundle ID is listed twice")
         }
         for bundleID in bundleIDs {
             do {
                 _ = try AppID(teamID: teamID, bundleID: bundleID)
             } catch {
-                let field = AppIDField.of(teamID: teamID)
-                throw ServiceError(.invalidIntegration, reason: field, error.reason)
+                throw ServiceError.invalidIntegration(Self.appIDField(teamID: teamID), error.reason)
             }
         }
         guard !environments.isEmpty else {
-            throw ServiceError(.invalidIntegration, reason: "environment", "at least one environment is required")
+            throw ServiceError.invalidIntegration(.environment, "at least one environment is required")
         }
-        let idBytes: [UInt8]
-        do {
-            idBytes = try random.bytes(16)
-        } catch {
-            throw ServiceError(.storageUnavailable, reason: "random", "the random source failed")
-        }
+        let idBytes = try random.bytesOrFail(16)
         let record = IntegrationRecord(
             clientID: "clid_" + Hex.encode(idBytes), workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
             environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil)
         try stored { () throws(StorageError) in try store.insertIntegration(record) }
         logger?.log(
-            "info", "integration created",
+            .info, "integration created",
             [
                 "client.id": .string(record.clientID), "workspace.id": .string(workspaceID), "team.id": .string(teamID),
                 "bundle_ids": .int(bundleIDs.count),
@@ -73,7 +67,7 @@ package struct IntegrationAdmin: Sendable {
         let summary = try stored { () throws(StorageError) in try store.revokeIntegration(clientID: clientID, at: clock.now()) }
         if let summary {
             logger?.log(
-                "warning", summary.changed ? "integration revoked" : "integration already revoked",
+                .warning, summary.changed ? "integration revoked" : "integration already revoked",
                 [
                     "client.id": .string(clientID), "tokens_revoked": .int(summary.tokensRevoked),
                     "devices_blocked": .int(summary.devicesBlocked),
@@ -102,9 +96,9 @@ package struct IntegrationAdmin: Sendable {
     }
 }
 
-/// Which part of an App ID a validation failure is about.
-enum AppIDField {
-    static func of(teamID: String) -> String {
-        (try? AppID(teamID: teamID, bundleID: "a")) == nil ? "team_id" : "bundle_id"
+extension IntegrationAdmin {
+    /// Which part of an App ID a validation failure is about.
+    static func appIDField(teamID: String) -> ServiceError.IntegrationField {
+        (try? AppID(teamID: teamID, bundleID: "a")) == nil ? .teamID : .bundleID
     }
 }

@@ -42,15 +42,39 @@ package enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByIntege
     package init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 
+/// How much a log line matters; lines below the logger's minimum are not written.
+package enum LogLevel: String, Sendable, Comparable, CaseIterable {
+    case debug
+    case info
+    case warning
+    case error
+
+    private var rank: Int {
+        switch self {
+        case .debug: 0
+        case .info: 1
+        case .warning: 2
+        case .error: 3
+        }
+    }
+
+    /// Orders by severity: debug < info < warning < error.
+    package static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rank < rhs.rank }
+}
+
 /// One JSON object per line with dotted keys (`request.id`, `client.id`). Callers pass only
 /// values that are safe to log: never a token, challenge, key or attestation bytes.
 package struct Logger: Sendable {
     let sink: any LogSink
+    /// Lines below this level are dropped.
+    package let minimumLevel: LogLevel
     /// Fields added to every line (e.g. the tool and the acting user), pre-rendered.
     private let fixedFields: String
 
-    package init(sink: any LogSink, fields: [String: String] = [:]) {
+    /// A logger writing to `sink` lines at `minimumLevel` or above, each with `fields` appended.
+    package init(sink: any LogSink, minimumLevel: LogLevel = .info, fields: [String: String] = [:]) {
         self.sink = sink
+        self.minimumLevel = minimumLevel
         var rendered = ""
         for key in fields.keys.sorted() {
             rendered += ","
@@ -62,19 +86,24 @@ package struct Logger: Sendable {
     }
 
     /// Logs `message` at `level` with string, integer, floating-point and boolean fields.
-    package func log(_ level: String, _ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+    package func log(_ level: LogLevel, _ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) {
+        guard level >= minimumLevel else { return }
         log(level, message, fields: fields.map { ($0.key, $0.value) })
     }
+
+    /// Whether a line at `level` would be written (to skip building fields for nothing).
+    package func writes(_ level: LogLevel) -> Bool { level >= minimumLevel }
 
     /// Logs one line: `ts`, `level`, `msg`, then `fields` in the order given, then the fixed fields.
     ///
     /// Written directly: Foundation's date formatter and JSONSerialization cost about half of a
     /// request's CPU when they ran on every request.
-    package func log(_ level: String, _ message: String, fields: [(String, LogValue)]) {
+    package func log(_ level: LogLevel, _ message: String, fields: [(String, LogValue)]) {
+        guard level >= minimumLevel else { return }
         var line = "{\"ts\":\""
         line += UTCTimestamp.now()
         line += "\",\"level\":"
-        JSONText.appendString(level, to: &line)
+        JSONText.appendString(level.rawValue, to: &line)
         line += ",\"msg\":"
         JSONText.appendString(message, to: &line)
         for (key, value) in fields {
@@ -93,8 +122,20 @@ package struct Logger: Sendable {
     }
 }
 
-/// Minimal JSON text writing for log lines.
+/// The one JSON writer of attestd: log lines, API bodies and attestctl's `--json` output.
 package enum JSONText {
+    /// A flat object of `members` in the given order (values as `appendValue` writes them).
+    package static func object(_ members: [(String, any Sendable)]) -> String {
+        var text = "{"
+        for (index, (key, value)) in members.enumerated() {
+            if index > 0 { text += "," }
+            appendString(key, to: &text)
+            text += ":"
+            appendValue(value, to: &text)
+        }
+        return text + "}"
+    }
+
     /// Appends `value` as a JSON string literal.
     package static func appendString(_ value: String, to out: inout String) {
         out += "\""

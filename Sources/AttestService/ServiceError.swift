@@ -1,12 +1,14 @@
 package import AttestCore
 package import AttestStorage
 
-/// The one error type of the token service: a stable code (what kind of refusal), a stable
-/// reason (which check), and a sentence for logs.
+/// The one error type of the token service, in the shape of every error of this code base: a
+/// closed `code` (what kind of refusal), a closed `subcode` (which check or field), and a human
+/// `reason` sentence.
 ///
-/// The HTTP layer maps codes to statuses (docs/API.md). Reasons come from a fixed list: the
-/// `AttestError` identifiers of the verifier plus the service's own. Equality compares code and
-/// reason. Details never contain tokens, challenges or key material.
+/// The HTTP layer writes them as problem+json `code`, `reason` and `detail` (docs/API.md: the
+/// wire calls the sub-code `reason`, and the sentence `detail`). Every wire spelling is written
+/// once, in `Code.rawValue` and `Subcode.identifier`. Equality compares code and sub-code.
+/// Reasons never contain tokens, challenges or key material.
 package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The kinds of refusal, stable on the wire.
     package enum Code: String, Sendable, Hashable, CaseIterable {
@@ -19,48 +21,161 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case attestationRejected = "attestation_rejected"
         case assertionRejected = "assertion_rejected"
         case keyAlreadyRegistered = "key_already_registered"
-        case invalidToken = "invalid_token"
         case rateLimited = "rate_limited"
         case storageUnavailable = "storage_unavailable"
+        /// attestd itself failed (the random source): not the caller's fault, not the storage's.
+        case internalError = "internal_error"
     }
 
+    /// The request fields, by their wire names.
+    package enum RequestField: String, Sendable, Hashable, CaseIterable {
+        case clientID = "client_id"
+        case keyID = "key_id"
+        case attestation
+        case assertion
+        case challenge
+        case token
+        case now
+    }
+
+    /// The integration settings `attestctl integration create` validates.
+    package enum IntegrationField: String, Sendable, Hashable, CaseIterable {
+        case workspaceID = "workspace_id"
+        case name
+        case teamID = "team_id"
+        case bundleID = "bundle_id"
+        case bundleIDCount = "bundle_id_count"
+        case bundleIDDuplicate = "bundle_id_duplicate"
+        case environment
+        /// A stored integration whose App ID no longer validates.
+        case storedAppID = "stored_app_id"
+    }
+
+    /// Which check or field: the wire's `reason`.
+    package enum Subcode: Sendable, Hashable {
+        /// A verification check failed (or the verifier found the object malformed).
+        case check(AttestError.Code)
+        /// The field is missing from the request body.
+        case missing(RequestField)
+        /// The field is present but not in its required form.
+        case field(RequestField)
+        /// The field is longer than its limit (refused before decoding).
+        case tooLarge(RequestField)
+        /// The body is not one JSON object of string values.
+        case json
+        /// A JSON key appears twice.
+        case jsonDuplicateKey
+        /// A setting of a new integration is invalid.
+        case integration(IntegrationField)
+        case integrationNotFound
+        case integrationRevoked
+        case deviceBlocked
+        case keyAlreadyRegistered
+        case challengeUnknown
+        case challengeUsed
+        case challengeExpired
+        case challengeWrongIntegration
+        case rateLimited
+        /// A test-mode route or value outside `--insecure-test-mode`.
+        case testMode
+        /// The storage failed with this code.
+        case storage(StorageError.Code)
+        /// The random source failed.
+        case random
+
+        /// The stable wire spelling.
+        package var identifier: String {
+            switch self {
+            case .check(let code): code.identifier
+            case .missing(let field): "missing_\(field.rawValue)"
+            case .field(let field): field.rawValue
+            case .tooLarge(let field): "\(field.rawValue)_too_large"
+            case .json: "json"
+            case .jsonDuplicateKey: "json_duplicate_key"
+            case .integration(let field): field.rawValue
+            case .integrationNotFound: "integration_not_found"
+            case .integrationRevoked: "integration_revoked"
+            case .deviceBlocked: "device_blocked"
+            case .keyAlreadyRegistered: "key_already_registered"
+            case .challengeUnknown: "challenge_unknown"
+            case .challengeUsed: "challenge_used"
+            case .challengeExpired: "challenge_expired"
+            case .challengeWrongIntegration: "challenge_wrong_integration"
+            case .rateLimited: "rate_limited"
+            case .testMode: "test_mode"
+            case .storage(let code): code.rawValue
+            case .random: "random"
+            }
+        }
+    }
+
+    /// What kind of refusal.
     package let code: Code
-    /// Which check or field, e.g. `nonce_mismatch`, `challenge_used`, `key_id`.
-    package let reason: String
+    /// Which check or field.
+    package let subcode: Subcode
     /// A sentence for logs and the problem document's `detail`.
-    package let detail: String
+    package let reason: String
     /// For `rateLimited` and `storageUnavailable`: seconds until a retry may succeed.
     package let retryAfter: Int?
 
-    package init(_ code: Code, reason: String, _ detail: String, retryAfter: Int? = nil) {
+    /// Makes an error; prefer the static factories named after the refusal.
+    package init(_ code: Code, _ subcode: Subcode, _ reason: String, retryAfter: Int? = nil) {
         self.code = code
+        self.subcode = subcode
         self.reason = reason
-        self.detail = detail
         self.retryAfter = retryAfter
     }
 
-    package var description: String { "\(code.rawValue)/\(reason): \(detail)" }
+    /// `code/subcode: reason`, safe to log.
+    package var description: String { "\(code.rawValue)/\(subcode.identifier): \(reason)" }
 
-    package static func == (lhs: ServiceError, rhs: ServiceError) -> Bool { lhs.code == rhs.code && lhs.reason == rhs.reason }
+    /// Equal when code and sub-code are equal; the sentence is not compared.
+    package static func == (lhs: ServiceError, rhs: ServiceError) -> Bool { lhs.code == rhs.code && lhs.subcode == rhs.subcode }
+    /// Hashes what `==` compares.
     package func hash(into hasher: inout Hasher) {
         hasher.combine(code)
-        hasher.combine(reason)
+        hasher.combine(subcode)
+    }
+}
+
+extension ServiceError {
+    /// A request that is missing a field or has one in the wrong form.
+    package static func malformed(_ subcode: Subcode, _ reason: String) -> ServiceError {
+        ServiceError(.malformedRequest, subcode, reason)
     }
 
-    /// A request field that is missing or malformed.
-    package static func malformed(_ reason: String, _ detail: String) -> ServiceError {
-        ServiceError(.malformedRequest, reason: reason, detail)
+    /// An invalid setting of a new integration.
+    package static func invalidIntegration(_ field: IntegrationField, _ reason: String) -> ServiceError {
+        ServiceError(.invalidIntegration, .integration(field), reason)
     }
 
-    /// The storage could not serve the request now (busy past the timeout, disk full, I/O).
+    /// The storage could not serve the request now (busy past the timeout, unreachable, disk full, I/O).
     package static func storage(_ error: StorageError) -> ServiceError {
-        ServiceError(.storageUnavailable, reason: error.code.rawValue, "storage: \(error.reason)", retryAfter: 1)
+        ServiceError(.storageUnavailable, .storage(error.code), "storage: \(error.reason)", retryAfter: 1)
     }
+
+    /// The random source failed.
+    package static let randomFailed = ServiceError(.internalError, .random, "the random source failed")
 
     /// A verifier refusal, as attestation or assertion rejection (or malformed input).
     package static func rejected(_ error: AttestError, attestation: Bool) -> ServiceError {
-        if error.code.isMalformedInput { return .malformed(error.code.identifier, error.reason) }
-        return ServiceError(attestation ? .attestationRejected : .assertionRejected, reason: error.code.identifier, error.reason)
+        if error.code.isMalformedInput { return .malformed(.check(error.code), error.reason) }
+        return ServiceError(attestation ? .attestationRejected : .assertionRejected, .check(error.code), error.reason)
+    }
+
+    static let integrationNotFound = ServiceError(.integrationNotFound, .integrationNotFound, "no integration has this client ID")
+    static let integrationRevoked = ServiceError(.integrationRevoked, .integrationRevoked, "the integration has been revoked")
+    static let deviceBlocked = ServiceError(.deviceBlocked, .deviceBlocked, "this device key is blocked")
+    static let keyAlreadyRegistered = ServiceError(.keyAlreadyRegistered, .keyAlreadyRegistered, "this key ID is already registered")
+    static let challengeUnknown = ServiceError(.invalidChallenge, .challengeUnknown, "this challenge was not issued")
+    static let challengeUsed = ServiceError(.invalidChallenge, .challengeUsed, "this challenge was already presented")
+    static let challengeExpired = ServiceError(.invalidChallenge, .challengeExpired, "this challenge has expired")
+    static let challengeWrongIntegration = ServiceError(
+        .invalidChallenge, .challengeWrongIntegration, "this challenge was issued to another integration")
+
+    /// Too many requests for `key`'s bucket.
+    static func rateLimited(retryAfter: Int) -> ServiceError {
+        ServiceError(.rateLimited, .rateLimited, "too many requests; retry later", retryAfter: retryAfter)
     }
 }
 

@@ -206,16 +206,8 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
-    package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption {
-        try transaction { connection throws(StorageError) -> ChallengeConsumption in
-            // The row lock makes a concurrent consumer wait and then see consumed_at set.
-            let rows = try connection.query(
-                "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1 FOR UPDATE", [.bytes(id)])
-            guard rows.count == 1 else { return .unknown }
-            guard rows.isNull(0, 2) else { return .alreadyUsed }
-            try connection.query("UPDATE challenges SET consumed_at = $1 WHERE id = $2", [.integer(time), .bytes(id)])
-            return .fresh(clientID: rows.string(0, 0) ?? "", expiresAt: rows.int64(0, 1))
-        }
+    package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> Bool {
+        try transaction { connection throws(StorageError) -> Bool in try Self.consume(id, at: time, in: connection) }
     }
 
     // MARK: Devices and tokens
@@ -312,15 +304,18 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
-    package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int) {
-        try read { connection throws(StorageError) in
+    package func statistics() throws(StorageError) -> StoreStatistics {
+        try read { connection throws(StorageError) -> StoreStatistics in
             let rows = try connection.query(
                 """
                 SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
                        (SELECT count(*) FROM devices WHERE status = 'active'),
-                       (SELECT count(*) FROM integrations WHERE status = 'revoked')
+                       (SELECT count(*) FROM integrations WHERE status = 'revoked'),
+                       pg_database_size(current_database())
                 """)
-            return (Int(rows.int64(0, 0)), Int(rows.int64(0, 1)), Int(rows.int64(0, 2)))
+            return StoreStatistics(
+                activeIntegrations: Int(rows.int64(0, 0)), activeDevices: Int(rows.int64(0, 1)), revokedIntegrations: Int(rows.int64(0, 2)),
+                bytes: rows.int64(0, 3))
         }
     }
 }

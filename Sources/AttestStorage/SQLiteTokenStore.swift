@@ -227,16 +227,8 @@ package final class SQLiteTokenStore: TokenStore {
         try run(database, "UPDATE challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL", [.integer(time), .blob(id)]) == 1
     }
 
-    package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption {
-        try write { database throws(StorageError) -> ChallengeConsumption in
-            let found = try Self.rows(database, "SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = ?", [.blob(id)]) {
-                ($0.string(at: 0) ?? "", $0.int64(at: 1), $0.isNull(at: 2))
-            }
-            guard let (clientID, expiresAt, unconsumed) = found.first else { return .unknown }
-            guard unconsumed else { return .alreadyUsed }
-            try Self.run(database, "UPDATE challenges SET consumed_at = ? WHERE id = ?", [.integer(time), .blob(id)])
-            return .fresh(clientID: clientID, expiresAt: expiresAt)
-        }
+    package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> Bool {
+        try write { database throws(StorageError) -> Bool in try Self.consume(id, at: time, in: database) }
     }
 
     // MARK: Devices and tokens
@@ -335,12 +327,21 @@ package final class SQLiteTokenStore: TokenStore {
         try read { database throws(StorageError) in _ = try Self.rows(database, "SELECT 1", []) { $0.int64(at: 0) } }
     }
 
-    package func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int) {
-        try read { database throws(StorageError) in
-            let integrations = try Self.rows(database, "SELECT count(*) FROM integrations WHERE status = 'active'", []) { $0.int64(at: 0) }
-            let revoked = try Self.rows(database, "SELECT count(*) FROM integrations WHERE status = 'revoked'", []) { $0.int64(at: 0) }
-            let devices = try Self.rows(database, "SELECT count(*) FROM devices WHERE status = 'active'", []) { $0.int64(at: 0) }
-            return (Int(integrations.first ?? 0), Int(devices.first ?? 0), Int(revoked.first ?? 0))
+    package func statistics() throws(StorageError) -> StoreStatistics {
+        try read { database throws(StorageError) -> StoreStatistics in
+            let counts = try Self.rows(
+                database,
+                """
+                SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
+                       (SELECT count(*) FROM devices WHERE status = 'active'),
+                       (SELECT count(*) FROM integrations WHERE status = 'revoked'),
+                       (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())
+                """, []
+            ) { ($0.int64(at: 0), $0.int64(at: 1), $0.int64(at: 2), $0.int64(at: 3)) }
+            let (integrations, devices, revoked, pages) = counts.first ?? (0, 0, 0, 0)
+            return StoreStatistics(
+                activeIntegrations: Int(integrations), activeDevices: Int(devices), revokedIntegrations: Int(revoked),
+                bytes: pages + FileSize.of(path + "-wal"))
         }
     }
 }

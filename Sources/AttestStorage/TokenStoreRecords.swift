@@ -94,16 +94,6 @@ package struct TokenRecord: Sendable, Hashable {
     }
 }
 
-/// What presenting a challenge found. The challenge is consumed in every case where it existed.
-package enum ChallengeConsumption: Sendable, Equatable {
-    /// Unconsumed until now; now consumed.
-    case fresh(clientID: String, expiresAt: Int64)
-    /// Consumed before.
-    case alreadyUsed
-    /// Never issued (or purged long ago).
-    case unknown
-}
-
 /// A challenge as stored, read without consuming it.
 package struct ChallengeState: Sendable, Equatable {
     package var clientID: String
@@ -137,6 +127,26 @@ package enum CounterAdvance: Sendable, Equatable {
     case deviceBlocked
     /// Another request advanced the counter first (compare-and-set lost); no token minted.
     case counterChanged
+}
+
+/// What the metrics gauges show of the store.
+package struct StoreStatistics: Sendable, Equatable {
+    /// Integrations not revoked.
+    package var activeIntegrations: Int
+    /// Device keys not blocked.
+    package var activeDevices: Int
+    /// Integrations revoked (permanently).
+    package var revokedIntegrations: Int
+    /// Bytes the database takes on disk (SQLite: the file and its WAL; PostgreSQL: the database).
+    package var bytes: Int64
+
+    /// Statistics with these values.
+    package init(activeIntegrations: Int, activeDevices: Int, revokedIntegrations: Int, bytes: Int64) {
+        self.activeIntegrations = activeIntegrations
+        self.activeDevices = activeDevices
+        self.revokedIntegrations = revokedIntegrations
+        self.bytes = bytes
+    }
 }
 
 /// What `revokeIntegration` cut off.
@@ -174,8 +184,9 @@ package protocol TokenStore: Sendable {
     func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError)
     /// The challenge with this ID, without consuming it.
     func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState?
-    /// Marks the challenge consumed and reports what it was.
-    func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> ChallengeConsumption
+    /// Marks the challenge consumed (compare-and-set); true when this call consumed it, false
+    /// when it was consumed already or does not exist.
+    func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> Bool
     /// In one transaction: consumes the challenge (compare-and-set: unconsumed), then re-checks
     /// the integration and the key ID and registers the device with its first token. The
     /// consumption is committed whatever the outcome, except `challengeUsed`.
@@ -195,8 +206,8 @@ package protocol TokenStore: Sendable {
     func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord?
     /// Deletes expired tokens and challenges that expired before `time`; returns how many rows went.
     func purgeExpired(at time: Int64) throws(StorageError) -> Int
-    /// Counts for metrics: active integrations, active devices, revoked integrations.
-    func activeCounts() throws(StorageError) -> (integrations: Int, devices: Int, revokedIntegrations: Int)
+    /// Counts and size for the metrics gauges.
+    func statistics() throws(StorageError) -> StoreStatistics
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)

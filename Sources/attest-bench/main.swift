@@ -42,12 +42,6 @@ func rate(seconds: Double, _ body: () throws -> Void) rethrows -> Double {
 
 let seconds = Double(option("--seconds", default: "3")) ?? 3
 
-/// A clock that never moves, so tokens and challenges never expire during the run.
-struct FixedClock: AttestService.Clock {
-    let seconds: Int64
-    func now() -> Int64 { seconds }
-}
-
 if CommandLine.arguments.contains("--service") {
     do {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-bench-\(getpid())")
@@ -59,28 +53,29 @@ if CommandLine.arguments.contains("--service") {
         var policy = ServicePolicy()
         policy.perAddress = .unlimited
         policy.challengePerIntegration = .unlimited
-        let clock = FixedClock(seconds: now)
+        // A clock that never moves, so tokens and challenges never expire during the run.
+        let clock = SettableWallClock(now)
         let service = TokenService(store: store, verifier: try AttestationVerifier(anchor: pki.anchor), clock: clock, policy: policy)
         let integration = try IntegrationAdmin(store: store, clock: clock).create(
             workspaceID: "bench", name: "bench", teamID: "ABCDE12345", bundleIDs: ["com.example.bench"], environments: [.production])
         let appID = try AppID(teamID: "ABCDE12345", bundleID: "com.example.bench")
         var device = try SyntheticDevice()
         let first = try service.issueChallenge(clientID: integration.clientID, from: "bench")
-        let firstBytes = Encoding.base64URL(first.challenge) ?? []
+        let firstBytes = Base64Text.decode(first.challenge, .url) ?? []
         let parts = device.attestationParts(appID: appID, environment: .production, clientDataHash: Digest.sha256(firstBytes), time: now)
+        guard let keyID = KeyID(device.keyID), let firstChallenge = Challenge(firstBytes) else { fail("bad synthetic device") }
         _ = try service.attest(
             AttestRequest(
-                clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
-                attestation: Data(try device.attestationObject(parts, pki: pki)).base64EncodedString(), challenge: first.challenge),
+                clientID: integration.clientID, keyID: keyID, attestation: try device.attestationObject(parts, pki: pki),
+                challenge: firstChallenge),
             from: "bench")
         let refreshes = try rate(seconds: seconds) {
             let challenge = try service.issueChallenge(clientID: integration.clientID, from: "bench")
-            let assertion = try device.assertion(clientData: Encoding.base64URL(challenge.challenge) ?? [], appID: appID)
+            let bytes = Base64Text.decode(challenge.challenge, .url) ?? []
+            let assertion = try device.assertion(clientData: bytes, appID: appID)
+            guard let presented = Challenge(bytes) else { fail("bad challenge") }
             _ = try service.refresh(
-                RefreshRequest(
-                    clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
-                    assertion: Data(assertion).base64EncodedString(), challenge: challenge.challenge),
-                from: "bench")
+                RefreshRequest(clientID: integration.clientID, keyID: keyID, assertion: assertion, challenge: presented), from: "bench")
         }
         print("service_refreshes_per_second \(String(format: "%.1f", refreshes))  (includes signing the assertion)")
         exit(0)

@@ -24,7 +24,7 @@ struct LoadTarget: Sendable {
     func challenge(_ connection: Connection) throws -> (text: String, bytes: [UInt8]) {
         let response = try connection.post("/v1/challenge", #"{"client_id":"\#(clientID)"}"#)
         guard response.status == 200, let text = response.text.split(separator: "\"").dropFirst(3).first.map(String.init),
-            let bytes = Encoding.base64URL(text)
+            let bytes = Base64Text.decode(text, .url)
         else { throw RawHTTPClientError("challenge answered \(response.status): \(response.text)") }
         return (text, bytes)
     }

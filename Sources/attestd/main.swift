@@ -37,7 +37,7 @@ signal(SIGINT, SIG_IGN)
 let signals = [SIGTERM, SIGINT].map { number in
     let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
     source.setEventHandler {
-        logger.log("info", "signal received, draining", ["signal": .int(Int(number))])
+        logger.log(.info, "signal received, draining", ["signal": .int(Int(number))])
         running.withLock { $0 }?.stop()
         exit(0)
     }
@@ -50,7 +50,7 @@ do {
     server = try Server(configuration: configuration, version: version, logger: logger)
     running.withLock { $0 = server }
 } catch {
-    logger.log("error", "refusing to start", ["error": .string(error.description)])
+    logger.log(.error, "refusing to start", ["error": .string(error.description)])
     exit(1)
 }
 

@@ -97,7 +97,7 @@ struct SimulateCommandTests {
         #expect(StepCounts("authorize", in: output) == StepCounts(ok: 20, failed: 0))
         #expect(output.contains("5 of 5 devices completed every step"))
         #expect(output.contains("p99 ms") && !output.contains("failures:"))
-        #expect(try world.server.store.activeCounts().devices == 5)
+        #expect(try world.server.store.statistics().activeDevices == 5)
     }
 
     @Test("development devices are accepted only by an integration that allows development")
@@ -117,7 +117,7 @@ struct SimulateCommandTests {
         #expect(StepCounts("challenge", in: output) == StepCounts(ok: 0, failed: 3))
         #expect(StepCounts("attest", in: output) == StepCounts(ok: 0, failed: 0))
         #expect(output.contains("challenge: 3 x HTTP 404 code=integration_not_found reason=integration_not_found"))
-        #expect(try world.server.store.activeCounts().devices == 0)
+        #expect(try world.server.store.statistics().activeDevices == 0)
     }
 
     @Test("a server down is a failure per device, not a hang")

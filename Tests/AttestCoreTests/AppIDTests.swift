@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import Testing
 
 @Suite("App IDs (team and bundle ID validation, E5/D10)")

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import AttestTesting
 import Foundation
 import Testing

@@ -69,7 +69,7 @@ final class HTTPWorld {
         let response = try client.postJSON("/v1/challenge", #"{"client_id": "\#(clientID ?? integration.clientID)"}"#)
         #expect(response.status == 200)
         let text = try #require(json(response)["challenge"] as? String)
-        return (text, try #require(Encoding.base64URL(text)))
+        return (text, try #require(Base64Text.decode(text, .url)))
     }
 
     /// The JSON body of a valid /v1/attest request for `device`.

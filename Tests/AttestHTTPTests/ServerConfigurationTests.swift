@@ -64,7 +64,7 @@ struct LogLineTests {
     func escaping() throws {
         let sink = MemorySink()
         Logger(sink: sink, fields: ["tool": "t"]).log(
-            "info", "hello \"world\"\n", ["n": 3, "ok": true, "x": .double(1.5), "path": "a\\b\u{1}"])
+            .info, "hello \"world\"\n", ["n": 3, "ok": true, "x": .double(1.5), "path": "a\\b\u{1}"])
         let line = sink.all
         #expect(!line.contains("\n"))
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])

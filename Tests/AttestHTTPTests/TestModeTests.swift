@@ -1,3 +1,4 @@
+import AttestCrypto
 import AttestHTTP
 import AttestService
 import AttestTesting
@@ -39,7 +40,7 @@ struct TestModeTests {
         let integration = try world.admin.create(
             workspaceID: "ws_recorded", name: "veehaitch", teamID: attestation.teamID, bundleIDs: [attestation.bundleID],
             environments: [.development])
-        let clientData = Encoding.base64URL(try #require(RecordedCase.bytes(attestation.clientDataB64)))
+        let clientData = Base64Text.encode(try #require(RecordedCase.bytes(attestation.clientDataB64)), .url)
         #expect(try client.postJSON("/test/clock", #"{"now":"\#(try #require(attestation.verifyAtUnix))"}"#).status == 200)
         #expect(
             try client.postJSON("/test/challenge", #"{"client_id":"\#(integration.clientID)","challenge":"\#(clientData)"}"#).status == 200)

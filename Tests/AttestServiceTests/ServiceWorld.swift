@@ -7,20 +7,12 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A clock the test moves by hand.
-final class TestClock: Clock {
-    let seconds: Atomic<Int64>
-    init(_ start: Int64) { seconds = Atomic(start) }
-    func now() -> Int64 { seconds.load(ordering: .relaxed) }
-    func advance(_ delta: Int64) { seconds.add(delta, ordering: .relaxed) }
-}
-
 /// A temporary database, a synthetic PKI trusted as the anchor, an integration and a device.
 struct ServiceWorld {
     static let start: Int64 = 1_800_000_000
     let directory: URL
     let store: SQLiteTokenStore
-    let clock: TestClock
+    let clock: SettableWallClock
     let pki: SyntheticPKI
     let service: TokenService
     let admin: IntegrationAdmin
@@ -30,7 +22,7 @@ struct ServiceWorld {
     init(policy: ServicePolicy = ServicePolicy(), environments: Set<AppAttestEnvironment> = [.production, .development]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-service-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        clock = TestClock(Self.start)
+        clock = SettableWallClock(Self.start)
         store = try SQLiteTokenStore(path: directory.appendingPathComponent("attestd.sqlite").path, migrateAt: Self.start)
         pki = try SyntheticPKI(validAround: Self.start)
         service = TokenService(
@@ -44,28 +36,29 @@ struct ServiceWorld {
 
     func remove() { try? FileManager.default.removeItem(at: directory) }
 
-    func challenge() throws -> (text: String, bytes: [UInt8]) {
+    func challenge() throws -> Challenge {
         let issued = try service.issueChallenge(clientID: integration.clientID, from: "127.0.0.1")
-        return (issued.challenge, try #require(Encoding.base64URL(issued.challenge)))
+        let bytes = try #require(Base64Text.decode(issued.challenge, .url))
+        return try #require(Challenge(bytes))
     }
 
     /// A complete, valid attest request for `device`, with a fresh challenge.
     func attestRequest(_ device: SyntheticDevice, environment: AppAttestEnvironment = .production) throws -> AttestRequest {
-        let (text, bytes) = try challenge()
-        let parts = device.attestationParts(appID: appID, environment: environment, clientDataHash: Digest.sha256(bytes), time: clock.now())
-        let object = try device.attestationObject(parts, pki: pki)
+        let challenge = try challenge()
+        let parts = device.attestationParts(
+            appID: appID, environment: environment, clientDataHash: Digest.sha256(challenge.bytes), time: clock.now())
         return AttestRequest(
-            clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
-            attestation: Data(object).base64EncodedString(), challenge: text)
+            clientID: integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            attestation: try device.attestationObject(parts, pki: pki),
+            challenge: challenge)
     }
 
     /// A complete, valid refresh request (next counter), with a fresh challenge.
     func refreshRequest(_ device: inout SyntheticDevice, counter: UInt32? = nil) throws -> RefreshRequest {
-        let (text, bytes) = try challenge()
-        let object = try device.assertion(clientData: bytes, appID: appID, counter: counter)
+        let challenge = try challenge()
         return RefreshRequest(
-            clientID: integration.clientID, keyID: Data(device.keyID).base64EncodedString(),
-            assertion: Data(object).base64EncodedString(), challenge: text)
+            clientID: integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            assertion: try device.assertion(clientData: challenge.bytes, appID: appID, counter: counter), challenge: challenge)
     }
 }
 

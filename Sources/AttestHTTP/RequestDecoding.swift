@@ -1,0 +1,77 @@
+import AttestCore
+import AttestCrypto
+import AttestHTTPServer
+import AttestService
+import Foundation
+
+/// The media types the API reads.
+enum MediaType: String {
+    case json = "application/json"
+    case form = "application/x-www-form-urlencoded"
+}
+
+/// Turns request bodies and fields into the service's typed input. Field names live here, with
+/// the wire format: base64 for key IDs and objects, base64url for challenges.
+enum RequestDecoding {
+    /// The body after the one content-type check: its media type (parameters ignored) must be `type`.
+    static func requireContentType(_ request: HTTPRequest, _ type: MediaType) throws(Problem) {
+        let mediaType = request.header("Content-Type")?.split(separator: ";").first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        guard mediaType == type.rawValue else {
+            throw Problem(.unsupportedMediaType, .contentType, "send Content-Type: \(type.rawValue)")
+        }
+    }
+
+    /// The members of a JSON body, after the media type, shape and required-field checks.
+    static func jsonFields(
+        _ request: HTTPRequest, required: [ServiceError.RequestField]
+    ) throws(Problem) -> [ServiceError.RequestField: String] {
+        try requireContentType(request, .json)
+        let members: [String: String]
+        do {
+            members = try FlatJSON.parse(request.body)
+        } catch .duplicateKey {
+            throw Problem.malformed(.jsonDuplicateKey, "a JSON key appears twice")
+        } catch {
+            throw Problem.malformed(.json, "the body must be one JSON object of string values")
+        }
+        var fields: [ServiceError.RequestField: String] = [:]
+        for field in required {
+            guard let value = members[field.rawValue] else { throw Problem.malformed(.missing(field), "\(field.rawValue) is required") }
+            fields[field] = value
+        }
+        return fields
+    }
+
+    /// `key_id`: standard base64 of exactly 32 bytes.
+    static func keyID(_ text: String) throws(ServiceError) -> KeyID {
+        guard let bytes = Base64Text.decode(text, .standard) else {
+            throw ServiceError.malformed(.field(.keyID), "key_id must be standard base64")
+        }
+        guard let keyID = KeyID(bytes) else { throw ServiceError.malformed(.check(.keyIDLength), "key_id must decode to 32 bytes") }
+        return keyID
+    }
+
+    /// An attestation or assertion object: standard base64 of at most `limit` bytes, refused by
+    /// length before decoding (base64 is 4/3 of the bytes).
+    static func object(_ text: String, _ field: ServiceError.RequestField, limit: Int) throws(ServiceError) -> [UInt8] {
+        guard text.utf8.count <= (limit + 2) / 3 * 4 else {
+            throw ServiceError.malformed(.tooLarge(field), "\(field.rawValue) is larger than \(limit) bytes")
+        }
+        guard let bytes = Base64Text.decode(text, .standard), !bytes.isEmpty else {
+            throw ServiceError.malformed(.field(field), "\(field.rawValue) must be standard base64")
+        }
+        return bytes
+    }
+
+    /// `challenge`: the 43-character base64url string as issued; in test mode also base64url of
+    /// 1 to 256 seeded bytes.
+    static func challenge(_ text: String, seeded: Bool) throws(ServiceError) -> Challenge {
+        if seeded, let bytes = Base64Text.decode(text, .url), let challenge = Challenge(bytes, seeded: true) { return challenge }
+        guard text.utf8.count == 43, let bytes = Base64Text.decode(text, .url), let challenge = Challenge(bytes) else {
+            throw ServiceError.malformed(.field(.challenge), "challenge must be the 43-character base64url string as issued")
+        }
+        return challenge
+    }
+}

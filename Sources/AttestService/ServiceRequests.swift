@@ -1,0 +1,94 @@
+import AttestCrypto
+
+/// An App Attest key ID: the SHA-256 of the key's public point, 32 bytes.
+package struct KeyID: Sendable, Hashable {
+    /// The 32 bytes.
+    package let bytes: [UInt8]
+
+    /// A key ID from its bytes; nil unless there are exactly 32.
+    package init?(_ bytes: [UInt8]) {
+        guard bytes.count == 32 else { return nil }
+        self.bytes = bytes
+    }
+}
+
+/// A challenge as a device presents it: the 32 random bytes attestd issued, or in
+/// `--insecure-test-mode` 1 to 256 seeded bytes (recorded devices used fixed client data).
+package struct Challenge: Sendable, Hashable {
+    /// The bytes the device hashed into its client data.
+    package let bytes: [UInt8]
+
+    /// The length of an issued challenge.
+    package static let issuedLength = 32
+    /// The lengths a seeded (test-mode) challenge may have.
+    package static let seededLengths = 1...256
+
+    /// A challenge of `bytes`; nil unless 32 bytes long, or a seeded length when `seeded`.
+    package init?(_ bytes: [UInt8], seeded: Bool = false) {
+        guard bytes.count == Self.issuedLength || (seeded && Self.seededLengths.contains(bytes.count)) else { return nil }
+        self.bytes = bytes
+    }
+
+    /// The key it is stored under: SHA-256 of its bytes, so a copy of the database reveals no
+    /// outstanding challenge and a seeded challenge of any length fits the 32-byte key.
+    var storedID: [UInt8] { Digest.sha256(bytes) }
+}
+
+/// `POST /v1/attest`, decoded.
+package struct AttestRequest: Sendable {
+    package var clientID: String
+    package var keyID: KeyID
+    /// The CBOR attestation object.
+    package var attestation: [UInt8]
+    package var challenge: Challenge
+
+    /// A decoded attest request.
+    package init(clientID: String, keyID: KeyID, attestation: [UInt8], challenge: Challenge) {
+        self.clientID = clientID
+        self.keyID = keyID
+        self.attestation = attestation
+        self.challenge = challenge
+    }
+}
+
+/// `POST /v1/token`, decoded.
+package struct RefreshRequest: Sendable {
+    package var clientID: String
+    package var keyID: KeyID
+    /// The CBOR assertion object.
+    package var assertion: [UInt8]
+    package var challenge: Challenge
+
+    /// A decoded refresh request.
+    package init(clientID: String, keyID: KeyID, assertion: [UInt8], challenge: Challenge) {
+        self.clientID = clientID
+        self.keyID = keyID
+        self.assertion = assertion
+        self.challenge = challenge
+    }
+}
+
+/// A challenge as handed to a device.
+package struct IssuedChallenge: Sendable, Equatable {
+    /// base64url (no padding) of 32 random bytes.
+    package let challenge: String
+    /// Seconds until it expires.
+    package let expiresIn: Int64
+}
+
+/// An access token as handed to a device: shown once, stored only as a hash.
+package struct IssuedToken: Sendable, Equatable {
+    package let accessToken: String
+    package let expiresIn: Int64
+    package let scope: String
+    package let workspaceID: String
+}
+
+/// What introspection and forward-auth learn about a valid token.
+package struct ActiveToken: Sendable, Equatable {
+    package let clientID: String
+    package let workspaceID: String
+    package let scope: String
+    package let issuedAt: Int64
+    package let expiresAt: Int64
+}
