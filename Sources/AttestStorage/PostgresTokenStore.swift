@@ -45,13 +45,15 @@ package final class PostgresTokenStore: TokenStore {
 
     /// Runs `body` in one transaction; retried on `conflict`, rolled back on any failure.
     @discardableResult
-    private func transaction<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
+    private func transaction<T>(
+        isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws(StorageError) -> T
+    ) throws(StorageError) -> T {
         var attempt = 0
         while true {
             attempt += 1
             do throws(StorageError) {
                 return try pool.withConnection { connection throws(StorageError) -> T in
-                    try connection.execute("BEGIN")
+                    try connection.execute("BEGIN ISOLATION LEVEL \(isolation)")
                     do throws(StorageError) {
                         let value = try body(connection)
                         try connection.execute("COMMIT")
@@ -70,6 +72,59 @@ package final class PostgresTokenStore: TokenStore {
     /// Runs one read outside a transaction (autocommit sees the last committed state).
     private func read<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
         try pool.withConnection(body)
+    }
+
+    package func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot {
+        // REPEATABLE READ: the three reads see one state.
+        try transaction(isolation: "REPEATABLE READ") { connection throws(StorageError) -> StoreSnapshot in
+            let ids = try connection.query("SELECT client_id FROM integrations ORDER BY created_at, client_id")
+            var integrations: [IntegrationRecord] = []
+            for row in 0..<ids.count {
+                if let record = try Self.loadIntegration(connection, clientID: ids.string(row, 0) ?? "") { integrations.append(record) }
+            }
+            let devices = try connection.query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, key_id")
+            let tokens = try connection.query(
+                "SELECT \(Self.tokenColumns) FROM tokens WHERE expires_at > $1 ORDER BY issued_at, token_hash", [.integer(time)])
+            return StoreSnapshot(
+                integrations: integrations, devices: (0..<devices.count).map { Self.device(devices, $0) },
+                tokens: (0..<tokens.count).map { Self.token(tokens, $0) })
+        }
+    }
+
+    /// Rows per multi-row INSERT when restoring (9 columns x 500 stays far under 65,535 parameters).
+    private static let restoreBatch = 500
+
+    package func restore(_ snapshot: StoreSnapshot) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            // Locks out a concurrent restore (and any writer of integrations) until this commits.
+            try connection.execute("LOCK TABLE integrations IN EXCLUSIVE MODE")
+            let existing = try connection.query("SELECT count(*) FROM integrations").int64(0, 0)
+            guard existing == 0 else { throw .notEmpty("the target database holds \(existing) integrations already") }
+            for integration in snapshot.integrations { try Self.insert(integration, into: connection) }
+            try Self.insertBatches(connection, table: "devices", columns: Self.deviceColumns, rows: snapshot.devices.map(Self.values))
+            try Self.insertBatches(connection, table: "tokens", columns: Self.tokenColumns, rows: snapshot.tokens.map(Self.values))
+        }
+    }
+
+    /// Inserts `rows` with one multi-row INSERT per batch.
+    private static func insertBatches(
+        _ connection: PostgresConnection, table: String, columns: String, rows: [[PostgresValue]]
+    ) throws(StorageError) {
+        var start = 0
+        while start < rows.count {
+            let batch = rows[start..<min(rows.count, start + restoreBatch)]
+            var placeholders: [String] = []
+            var parameter = 0
+            for row in batch {
+                placeholders.append(
+                    "("
+                        + row.indices.map { _ in
+                            parameter += 1; return "$\(parameter)"
+                        }.joined(separator: ", ") + ")")
+            }
+            try connection.query("INSERT INTO \(table) (\(columns)) VALUES " + placeholders.joined(separator: ", "), batch.flatMap { $0 })
+            start += batch.count
+        }
     }
 
     /// Checks that the server answers (`/readyz`).
@@ -105,38 +160,46 @@ package final class PostgresTokenStore: TokenStore {
         ).changed == 1
     }
 
+    private static let tokenColumns = "token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at"
+
+    private static func token(_ rows: PostgresRows, _ row: Int) -> TokenRecord {
+        TokenRecord(
+            tokenHash: rows.bytes(row, 0) ?? [], clientID: rows.string(row, 1) ?? "", workspaceID: rows.string(row, 2) ?? "",
+            keyID: rows.bytes(row, 3) ?? [], scope: rows.string(row, 4) ?? "", issuedAt: rows.int64(row, 5), expiresAt: rows.int64(row, 6))
+    }
+
+    private static func values(_ token: TokenRecord) -> [PostgresValue] {
+        [
+            .bytes(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .bytes(token.keyID), .text(token.scope),
+            .integer(token.issuedAt), .integer(token.expiresAt),
+        ]
+    }
+
     private static func insert(_ token: TokenRecord, into connection: PostgresConnection) throws(StorageError) {
-        try connection.query(
-            """
-            INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            """,
-            [
-                .bytes(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .bytes(token.keyID), .text(token.scope),
-                .integer(token.issuedAt), .integer(token.expiresAt),
-            ])
+        try connection.query("INSERT INTO tokens (\(tokenColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7)", values(token))
     }
 
     // MARK: Integrations
 
-    package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
-        try transaction { connection throws(StorageError) in
+    private static func insert(_ integration: IntegrationRecord, into connection: PostgresConnection) throws(StorageError) {
+        try connection.query(
+            """
+            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            """,
+            [
+                .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
+                .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
+                .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
+            ])
+        for bundleID in integration.bundleIDs {
             try connection.query(
-                """
-                INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                """,
-                [
-                    .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
-                    .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
-                    .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
-                ])
-            for bundleID in integration.bundleIDs {
-                try connection.query(
-                    "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES ($1, $2)",
-                    [.text(integration.clientID), .text(bundleID)])
-            }
+                "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES ($1, $2)", [.text(integration.clientID), .text(bundleID)])
         }
+    }
+
+    package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
+        try transaction { connection throws(StorageError) in try Self.insert(integration, into: connection) }
     }
 
     package func integration(clientID: String) throws(StorageError) -> IntegrationRecord? {
@@ -242,19 +305,28 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
+    private static let deviceColumns = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
+
+    private static func device(_ rows: PostgresRows, _ row: Int) -> DeviceRecord {
+        DeviceRecord(
+            keyID: rows.bytes(row, 0) ?? [], clientID: rows.string(row, 1) ?? "", publicKey: rows.bytes(row, 2) ?? [],
+            counter: UInt32(clamping: rows.int64(row, 3)), environment: rows.string(row, 4) ?? "", receipt: rows.bytes(row, 5) ?? [],
+            status: DeviceStatus(rawValue: rows.string(row, 6) ?? "") ?? .revoked, createdAt: rows.int64(row, 7),
+            updatedAt: rows.int64(row, 8))
+    }
+
+    private static func values(_ device: DeviceRecord) -> [PostgresValue] {
+        [
+            .bytes(device.keyID), .text(device.clientID), .bytes(device.publicKey), .integer(Int64(device.counter)),
+            .text(device.environment), .bytes(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
+            .integer(device.updatedAt),
+        ]
+    }
+
     package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
         try read { connection throws(StorageError) -> DeviceRecord? in
-            let rows = try connection.query(
-                """
-                SELECT key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at
-                FROM devices WHERE key_id = $1
-                """, [.bytes(keyID)])
-            guard rows.count == 1 else { return nil }
-            return DeviceRecord(
-                keyID: rows.bytes(0, 0) ?? [], clientID: rows.string(0, 1) ?? "", publicKey: rows.bytes(0, 2) ?? [],
-                counter: UInt32(clamping: rows.int64(0, 3)), environment: rows.string(0, 4) ?? "", receipt: rows.bytes(0, 5) ?? [],
-                status: DeviceStatus(rawValue: rows.string(0, 6) ?? "") ?? .revoked, createdAt: rows.int64(0, 7),
-                updatedAt: rows.int64(0, 8))
+            let rows = try connection.query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)])
+            return rows.count == 1 ? Self.device(rows, 0) : nil
         }
     }
 
@@ -289,10 +361,7 @@ package final class PostgresTokenStore: TokenStore {
                 FROM tokens t JOIN integrations i ON i.client_id = t.client_id
                 WHERE t.token_hash = $1 AND t.expires_at > $2 AND i.status = 'active'
                 """, [.bytes(hash), .integer(time)])
-            guard rows.count == 1 else { return nil }
-            return TokenRecord(
-                tokenHash: rows.bytes(0, 0) ?? [], clientID: rows.string(0, 1) ?? "", workspaceID: rows.string(0, 2) ?? "",
-                keyID: rows.bytes(0, 3) ?? [], scope: rows.string(0, 4) ?? "", issuedAt: rows.int64(0, 5), expiresAt: rows.int64(0, 6))
+            return rows.count == 1 ? Self.token(rows, 0) : nil
         }
     }
 

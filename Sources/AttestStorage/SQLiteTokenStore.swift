@@ -124,6 +124,12 @@ package final class SQLiteTokenStore: TokenStore {
             .first == "active"
     }
 
+    private static func token(_ row: SQLiteStatement) -> TokenRecord {
+        TokenRecord(
+            tokenHash: row.blob(at: 0) ?? [], clientID: row.string(at: 1) ?? "", workspaceID: row.string(at: 2) ?? "",
+            keyID: row.blob(at: 3) ?? [], scope: row.string(at: 4) ?? "", issuedAt: row.int64(at: 5), expiresAt: row.int64(at: 6))
+    }
+
     private static func insert(_ token: TokenRecord, into database: SQLiteDatabase) throws(StorageError) {
         try Self.run(
             database,
@@ -136,25 +142,27 @@ package final class SQLiteTokenStore: TokenStore {
 
     // MARK: Integrations
 
-    package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
-        try write { database throws(StorageError) in
+    private static func insert(_ integration: IntegrationRecord, into database: SQLiteDatabase) throws(StorageError) {
+        try Self.run(
+            database,
+            """
+            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
+                .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
+                .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
+            ])
+        for bundleID in integration.bundleIDs {
             try Self.run(
-                database,
-                """
-                INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
-                    .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
-                    .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
-                ])
-            for bundleID in integration.bundleIDs {
-                try Self.run(
-                    database, "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)",
-                    [.text(integration.clientID), .text(bundleID)])
-            }
+                database, "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)",
+                [.text(integration.clientID), .text(bundleID)])
         }
+    }
+
+    package func insertIntegration(_ integration: IntegrationRecord) throws(StorageError) {
+        try write { database throws(StorageError) in try Self.insert(integration, into: database) }
     }
 
     package func integration(clientID: String) throws(StorageError) -> IntegrationRecord? {
@@ -243,37 +251,34 @@ package final class SQLiteTokenStore: TokenStore {
                 DeviceStatus(rawValue: $0.string(at: 0) ?? "") ?? .revoked
             }
             if let status = existing.first { return .keyExists(status) }
-            try Self.run(
-                database,
-                """
-                INSERT INTO devices (key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [
-                    .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
-                    .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
-                    .integer(device.updatedAt),
-                ])
+            try Self.insert(device, into: database)
             try Self.insert(firstToken, into: database)
             return .registered
         }
     }
 
+    private static let deviceColumns = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
+
+    private static func device(_ row: SQLiteStatement) -> DeviceRecord {
+        DeviceRecord(
+            keyID: row.blob(at: 0) ?? [], clientID: row.string(at: 1) ?? "", publicKey: row.blob(at: 2) ?? [],
+            counter: UInt32(clamping: row.int64(at: 3)), environment: row.string(at: 4) ?? "", receipt: row.blob(at: 5) ?? [],
+            status: DeviceStatus(rawValue: row.string(at: 6) ?? "") ?? .revoked, createdAt: row.int64(at: 7), updatedAt: row.int64(at: 8))
+    }
+
+    private static func insert(_ device: DeviceRecord, into database: SQLiteDatabase) throws(StorageError) {
+        try Self.run(
+            database, "INSERT INTO devices (\(deviceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
+                .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
+                .integer(device.updatedAt),
+            ])
+    }
+
     package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
         try read { database throws(StorageError) in
-            try Self.rows(
-                database,
-                """
-                SELECT key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at
-                FROM devices WHERE key_id = ?
-                """, [.blob(keyID)]
-            ) {
-                DeviceRecord(
-                    keyID: $0.blob(at: 0) ?? [], clientID: $0.string(at: 1) ?? "", publicKey: $0.blob(at: 2) ?? [],
-                    counter: UInt32(clamping: $0.int64(at: 3)), environment: $0.string(at: 4) ?? "", receipt: $0.blob(at: 5) ?? [],
-                    status: DeviceStatus(rawValue: $0.string(at: 6) ?? "") ?? .revoked, createdAt: $0.int64(at: 7),
-                    updatedAt: $0.int64(at: 8))
-            }.first
+            try Self.rows(database, "SELECT \(Self.deviceColumns) FROM devices WHERE key_id = ?", [.blob(keyID)], Self.device).first
         }
     }
 
@@ -305,12 +310,8 @@ package final class SQLiteTokenStore: TokenStore {
                 SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
                 FROM tokens t JOIN integrations i ON i.client_id = t.client_id
                 WHERE t.token_hash = ? AND t.expires_at > ? AND i.status = 'active'
-                """, [.blob(hash), .integer(time)]
-            ) {
-                TokenRecord(
-                    tokenHash: $0.blob(at: 0) ?? [], clientID: $0.string(at: 1) ?? "", workspaceID: $0.string(at: 2) ?? "",
-                    keyID: $0.blob(at: 3) ?? [], scope: $0.string(at: 4) ?? "", issuedAt: $0.int64(at: 5), expiresAt: $0.int64(at: 6))
-            }.first
+                """, [.blob(hash), .integer(time)], Self.token
+            ).first
         }
     }
 
@@ -320,6 +321,37 @@ package final class SQLiteTokenStore: TokenStore {
             let tokens = database.changes
             try Self.run(database, "DELETE FROM challenges WHERE expires_at <= ?", [.integer(time)])
             return tokens + database.changes
+        }
+    }
+
+    package func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot {
+        // On the writer, in one transaction: the three reads see one state.
+        try write { database throws(StorageError) -> StoreSnapshot in
+            let ids = try Self.rows(database, "SELECT client_id FROM integrations ORDER BY created_at, client_id", []) {
+                $0.string(at: 0) ?? ""
+            }
+            var integrations: [IntegrationRecord] = []
+            for id in ids {
+                if let record = try Self.loadIntegration(database, clientID: id) { integrations.append(record) }
+            }
+            let devices = try Self.rows(database, "SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, key_id", [], Self.device)
+            let tokens = try Self.rows(
+                database,
+                """
+                SELECT token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at FROM tokens
+                WHERE expires_at > ? ORDER BY issued_at, token_hash
+                """, [.integer(time)], Self.token)
+            return StoreSnapshot(integrations: integrations, devices: devices, tokens: tokens)
+        }
+    }
+
+    package func restore(_ snapshot: StoreSnapshot) throws(StorageError) {
+        try write { database throws(StorageError) in
+            let existing = try Self.rows(database, "SELECT count(*) FROM integrations", []) { $0.int64(at: 0) }.first ?? 0
+            guard existing == 0 else { throw .notEmpty("the target database holds \(existing) integrations already") }
+            for integration in snapshot.integrations { try Self.insert(integration, into: database) }
+            for device in snapshot.devices { try Self.insert(device, into: database) }
+            for token in snapshot.tokens { try Self.insert(token, into: database) }
         }
     }
 

@@ -27,6 +27,8 @@ package struct StorageError: Error, Sendable, Hashable, CustomStringConvertible 
         case migrationUnknown = "migration_unknown"
         /// A migration's SQL failed; nothing of it was kept.
         case migrationFailed = "migration_failed"
+        /// The target of a copy already holds data.
+        case notEmpty = "not_empty"
         /// A concurrent transaction conflicted (PostgreSQL deadlock or serialization failure). The
         /// store retries these; callers see it only when the retries ran out.
         case conflict
@@ -96,6 +98,10 @@ extension StorageError {
     /// A `migrationUnknown` error.
     package static func migrationUnknown(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
         StorageError(.migrationUnknown, reason, file: file, line: line)
+    }
+    /// A `notEmpty` error.
+    package static func notEmpty(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
+        StorageError(.notEmpty, reason, file: file, line: line)
     }
     /// A `conflict` error.
     package static func conflict(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {

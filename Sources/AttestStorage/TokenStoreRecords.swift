@@ -129,6 +129,22 @@ package enum CounterAdvance: Sendable, Equatable {
     case counterChanged
 }
 
+/// Everything `attestctl store copy` moves between stores: every integration (revoked ones too,
+/// so their client IDs stay burned), every device with its counter and status, and the tokens
+/// still valid. Challenges are not copied: they live five minutes and a device asks again.
+package struct StoreSnapshot: Sendable, Equatable {
+    package var integrations: [IntegrationRecord]
+    package var devices: [DeviceRecord]
+    package var tokens: [TokenRecord]
+
+    /// A snapshot of these records.
+    package init(integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord]) {
+        self.integrations = integrations
+        self.devices = devices
+        self.tokens = tokens
+    }
+}
+
 /// What the metrics gauges show of the store.
 package struct StoreStatistics: Sendable, Equatable {
     /// Integrations not revoked.
@@ -208,6 +224,11 @@ package protocol TokenStore: Sendable {
     func purgeExpired(at time: Int64) throws(StorageError) -> Int
     /// Counts and size for the metrics gauges.
     func statistics() throws(StorageError) -> StoreStatistics
+    /// Reads every integration, device and token unexpired at `time`, consistently (one transaction).
+    func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot
+    /// Writes `snapshot` into this store in one transaction; `notEmpty` (and nothing written)
+    /// when the store holds any integration already.
+    func restore(_ snapshot: StoreSnapshot) throws(StorageError)
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)

@@ -9,6 +9,8 @@ final class AttestdProcess {
     let process = Process()
     let errors = Pipe()
     let directory: URL
+    /// What `listeningPort` read of stderr, kept so that `finish` returns the whole log.
+    private var consumed = ""
 
     init(arguments: [String], directory: URL) throws {
         self.directory = directory
@@ -32,21 +34,20 @@ final class AttestdProcess {
             kill(process.processIdentifier, SIGKILL)
             exited.wait()
         }
-        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = consumed + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationStatus, log)
     }
 
     /// The port from the "listening" log line (reads stderr until it appears).
     func listeningPort() -> UInt16? {
-        var seen = ""
         let handle = errors.fileHandleForReading
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             let chunk = handle.availableData
             if chunk.isEmpty { return nil }
-            seen += String(decoding: chunk, as: UTF8.self)
-            if let range = seen.range(of: #""listen.port":"#) {
-                return UInt16(seen[range.upperBound...].prefix { $0.isNumber })
+            consumed += String(decoding: chunk, as: UTF8.self)
+            if let range = consumed.range(of: #""listen.port":"#) {
+                return UInt16(consumed[range.upperBound...].prefix { $0.isNumber })
             }
         }
         return nil
@@ -132,5 +133,37 @@ struct AttestdProcessTests {
             #expect(status == 1)
             #expect(log.contains("refusing to start"))
         }
+    }
+
+    @Test(
+        "serves from PostgreSQL given a postgresql:// URI, says so on /healthz and /readyz, and logs no password",
+        .enabled(if: StoreBackend.available.contains(.postgresql)))
+    func postgresStore() throws {
+        let location = try TestStoreLocation(.postgresql)
+        let directory = try temporaryDirectory()
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0", "--db", location.argument], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        let client = try RawHTTPClient(port: port)
+        let health = try client.request("GET", "/healthz")
+        #expect(health.text.contains(#""storage":"postgresql""#))
+        #expect(try client.request("GET", "/readyz").status == 200)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("attestd.sqlite").path))
+        attestd.process.terminate()
+        let (status, log) = attestd.finish()
+        #expect(status == 0)
+        let password = try #require(location.argument.split(separator: ":").dropFirst(2).first?.split(separator: "@").first)
+        #expect(!log.contains(String(password)))
+        #expect(log.contains(":***@"))
+    }
+
+    @Test("refuses to start, without the password in the message, when PostgreSQL cannot be reached")
+    func unreachablePostgres() throws {
+        let directory = try temporaryDirectory()
+        let (status, log) = try AttestdProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--db", "postgresql://attestd:hunter2-secret@127.0.0.1:1/attestd"], directory: directory
+        ).finish()
+        #expect(status == 1)
+        #expect(log.contains("refusing to start"))
+        #expect(!log.contains("hunter2-secret"))
     }
 }

@@ -1,0 +1,155 @@
+import AttestStorage
+import AttestTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// What only the PostgreSQL backend has: connections that die and come back, migrations under
+/// an advisory lock for nodes starting together, and a URI that may hold a password.
+@Suite("PostgreSQL store", .enabled(if: StoreBackend.available.contains(.postgresql)))
+struct PostgresStoreTests {
+    static let time: Int64 = 1_800_000_000
+
+    /// The backends of this suite's database, seen from another connection of the same role.
+    static func terminateOtherSessions(_ location: TestStoreLocation) throws {
+        guard case .postgresql(let settings) = location.location else { return }
+        let admin = try PostgresConnection(settings)
+        try admin.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    }
+
+    @Test("the first request on a pooled connection that the server closed succeeds on a new one")
+    func reconnectsAfterTermination() throws {
+        let location = try TestStoreLocation(.postgresql)
+        let store = try location.open(at: Self.time, connections: 2)
+        try store.insertIntegration(Self.integration("clid_a"))
+        #expect(try store.integration(clientID: "clid_a") != nil)
+        try Self.terminateOtherSessions(location)
+        #expect(try store.integration(clientID: "clid_a") != nil)
+        try store.insertIntegration(Self.integration("clid_b"))
+        #expect(try store.integrations().count == 2)
+    }
+
+    @Test("nodes starting together on an empty database apply each migration exactly once")
+    func concurrentMigrations() throws {
+        let location = try TestStoreLocation(.postgresql)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            do {
+                _ = try location.open(at: Self.time, connections: 1)
+            } catch {
+                failures.withLock { $0.append("\(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty)
+        guard case .postgresql(let settings) = location.location else { return }
+        let store = try PostgresTokenStore(settings: settings)
+        #expect(try store.appliedMigrationIDs() == EmbeddedMigrations.postgresql.map(\.id))
+    }
+
+    @Test("a database that records a migration this binary does not know is refused")
+    func unknownMigrationRefused() throws {
+        let location = try TestStoreLocation(.postgresql)
+        _ = try location.open(at: Self.time)
+        guard case .postgresql(let settings) = location.location else { return }
+        try PostgresConnection(settings).query("INSERT INTO schema_migrations (id, name, applied_at) VALUES (999, 'future', 0)")
+        #expect(throws: StorageError(.migrationUnknown, "")) { _ = try location.open(at: Self.time) }
+    }
+
+    @Test("an unreachable server is `unavailable` within the connect timeout, and the password is in no message")
+    func unreachableServer() throws {
+        let password = "s3cret-password-in-uri"
+        let port = try Self.closedPort()
+        let settings = PostgresSettings(uri: "postgresql://attestd:\(password)@127.0.0.1:\(port)/attestd", connectTimeoutSeconds: 2)
+        let started = ContinuousClock.now
+        let store = try PostgresTokenStore(settings: settings)
+        do {
+            try store.checkAvailable()
+            Issue.record("an unreachable server answered")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(!error.description.contains(password))
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        do {
+            _ = try PostgresTokenStore(settings: settings, migrateAt: Self.time)
+            Issue.record("opening an unreachable server succeeded")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(!error.description.contains(password))
+        }
+    }
+
+    @Test("a wrong password is refused without the password in the message")
+    func wrongPassword() throws {
+        let location = try TestStoreLocation(.postgresql)
+        guard case .postgresql(var settings) = location.location else { return }
+        let wrong = "definitely-not-the-password"
+        settings.uri = settings.uri.replacingOccurrences(of: #":[^:@/]+@"#, with: ":\(wrong)@", options: .regularExpression)
+        do {
+            _ = try PostgresTokenStore(settings: settings, migrateAt: Self.time)
+            Issue.record("a wrong password was accepted")
+        } catch {
+            #expect(error.code == .unavailable)
+            #expect(!error.description.contains(wrong))
+        }
+    }
+
+    static func integration(_ clientID: String) -> IntegrationRecord {
+        IntegrationRecord(
+            clientID: clientID, workspaceID: "ws", name: "n", teamID: "ABCDE12345", bundleIDs: ["com.example.a"],
+            environments: ["production"], status: .active, createdAt: time, revokedAt: nil)
+    }
+
+    /// A loopback port nothing listens on.
+    static func closedPort() throws -> Int {
+        let socket = Socket.bindLoopback()
+        defer { Socket.close(socket.fd) }
+        return socket.port
+    }
+}
+
+/// A bound but never listening loopback socket: connections to its port are refused.
+enum Socket {
+    static func bindLoopback() -> (fd: Int32, port: Int) {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    static func close(_ fd: Int32) { _ = Glibc.close(fd) }
+}
+
+@Suite("Store locations")
+struct StoreLocationTests {
+    @Test("a file path means SQLite; a postgresql:// or postgres:// URI (any case) means PostgreSQL; empty is refused")
+    func parsing() throws {
+        #expect(try StoreLocation("attestd.sqlite") == .sqlite(path: "attestd.sqlite"))
+        #expect(try StoreLocation("/var/lib/attestd/postgresql.sqlite").kind == .sqlite)
+        #expect(try StoreLocation("postgresql://u@h/d").kind == .postgresql)
+        #expect(try StoreLocation("POSTGRES://u@h/d").kind == .postgresql)
+        #expect(throws: StorageError(.misuse, "")) { try StoreLocation("") }
+    }
+
+    @Test(
+        "URIs are shown without their password",
+        arguments: [
+            ("postgresql://attestd:pw@127.0.0.1:5432/attestd", "postgresql://attestd:***@127.0.0.1:5432/attestd"),
+            ("postgres://u@h/db?sslmode=require&password=pw", "postgres://u@h/db?sslmode=require&password=***"),
+            ("postgresql:///attestd?host=/run/postgresql", "postgresql:///attestd?host=/run/postgresql"),
+            ("postgresql://a%40b:p%3Aw@h:1/d", "postgresql://a%40b:***@h:1/d"),
+        ])
+    func redaction(_ uri: String, _ shown: String) throws {
+        #expect(PostgresSettings(uri: uri).redactedURI == shown)
+        #expect(try StoreLocation(uri).redacted == shown)
+    }
+
+}
