@@ -36,6 +36,7 @@ import threading
 import time
 import traceback
 
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from attestd_testlib import HOST, Attestd, Reader, Tally, create_integration, exit_status, fd_count, healthz  # noqa: E402
 from attestd_testlib import parse_head, read_response  # noqa: E402
