@@ -1,0 +1,351 @@
+"""Checks docs/openapi.yaml against a live attestd; run by scripts/check-openapi (which installs what is
+needed, makes the virtualenv with schemathesis and locates the binaries), with that virtualenv's python.
+
+  A. a recorded device (fixtures/appattest/recorded/veehaitch_ios-14.4_*) replayed through
+     attestd --insecure-test-mode: attest, re-attest (409), refresh, authorize, introspect, a
+     revoked integration (403), missing/bad credentials (401), wrong media type (415), each
+     response checked against the spec with schemathesis' checks. It also yields a real access
+     token, valid for an hour of real time, that phase B uses;
+  B. schemathesis fuzzing a production-mode attestd (no test mode) on the same database, with the
+     gateway secret as the credential of /v1/introspect, the real token for /v1/authorize, and the
+     real client and key IDs mixed into the generated bodies. It runs longer than attestd's
+     one-minute purge timer on purpose.
+
+Checks: not_a_server_error, status_code_conformance, content_type_conformance,
+response_headers_conformance, response_schema_conformance (and, in phase B, unsupported_method
+and allow_header_conformance: other methods get 405 with Allow). The server must never answer 5xx.
+
+Usage: check_openapi.py --bin DIR --work DIR --started EPOCH_SECONDS. Knobs (environment):
+CHECK_OPENAPI_MAX_TIME (seconds of fuzzing, default 75), CHECK_OPENAPI_MAX_EXAMPLES (per operation and
+round, default 25), CHECK_OPENAPI_SEED. Prints "check-openapi: PASS (...)" or "check-openapi: FAIL (N
+problems)" last; exits 1 on any problem.
+"""
+
+import argparse
+import base64
+import collections
+import importlib.metadata
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from attestd_testlib import Attestd, Tally, create_integration, exit_status  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
+FIXTURES = os.path.join(ROOT, "fixtures", "appattest", "recorded")
+ST_CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
+             "response_schema_conformance,unsupported_method,allow_header_conformance")
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase A: replays a recorded device and checks every answer against the spec.
+
+
+def recorded_flow(base, client_id, revoked_id, secret):
+    """Returns (failed answers, the access token of the refresh or "")."""
+    import requests
+    import schemathesis
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.core.failures import FailureGroup
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_headers_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    schema = schemathesis.openapi.from_path(SPEC)
+    with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_attestation.json")) as f:
+        attestation = json.load(f)
+    with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_assertion.json")) as f:
+        assertion = json.load(f)
+    client_data = attestation["client_data_b64"].rstrip("=").replace("+", "-").replace("/", "_")
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_headers_conformance,
+        response_schema_conformance,
+    ]
+    failed = 0
+
+    def check(name, path, method, expected, headers=None, json_body=None, data=None):
+        """Sends one request and runs the spec's checks for the operation on the answer."""
+        nonlocal failed
+        case = schema[path][method].Case()
+        response = requests.request(method, base + path, headers=headers, json=json_body, data=data, timeout=5)
+        problems = []
+        if response.status_code != expected:
+            problems.append(f"status {response.status_code}, expected {expected}")
+        try:
+            case.validate_response(response, checks=checks)
+        except FailureGroup as error:  # one group that lists every failed check
+            problems.extend(str(failure).strip() for failure in error.exceptions)
+        if problems:
+            failed += 1
+            request = response.request
+            print(f"FAIL {name}: {method} {path} -> {response.status_code} {response.headers.get('Content-Type')}", flush=True)
+            print(f"     request headers: {dict(request.headers)}", flush=True)
+            print(f"     request body: {(request.body or b'')[:300]!r}", flush=True)
+            print(f"     response headers: {dict(response.headers)}", flush=True)
+            print(f"     response body: {response.text[:500]!r}", flush=True)
+            for problem in problems:
+                print("     " + problem.replace("\n", "\n     "), flush=True)
+        else:
+            print(f"ok   {name}: {method} {path} -> {response.status_code}", flush=True)
+        return response
+
+    def test_post(path, body):
+        response = requests.post(base + path, json=body, timeout=5)
+        if response.status_code != 200:
+            raise SystemExit(f"{path} {body} -> {response.status_code} {response.text}")
+
+    JSON = {"Content-Type": "application/json"}
+    FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+    attest_body = {"client_id": client_id, "key_id": attestation["key_id_b64"],
+                   "attestation": attestation["object_b64"], "challenge": client_data}
+    token_body = {"client_id": client_id, "key_id": assertion["key_id_b64"],
+                  "assertion": assertion["object_b64"], "challenge": client_data}
+
+    check("healthz", "/healthz", "GET", 200)
+    check("metrics", "/metrics", "GET", 200)
+    check("challenge", "/v1/challenge", "POST", 200, json_body={"client_id": client_id})
+    check("challenge, revoked integration", "/v1/challenge", "POST", 403, json_body={"client_id": revoked_id})
+    check("challenge, unknown integration", "/v1/challenge", "POST", 404,
+          json_body={"client_id": "clid_" + "0" * 32})
+    check("challenge, duplicate key", "/v1/challenge", "POST", 400,
+          data='{"client_id":"a","client_id":"b"}', headers=JSON)
+    check("challenge, body over 64 KiB", "/v1/challenge", "POST", 413, data=b"{" + b" " * 70000 + b"}", headers=JSON)
+    check("challenge, text/plain", "/v1/challenge", "POST", 415,
+          data="client_id", headers={"Content-Type": "text/plain"})
+
+    # The attestation verifies at the recorded time only (its leaf certificate expired in 2021).
+    test_post("/test/clock", {"now": str(attestation["verify_at_unix"])})
+    test_post("/test/challenge", {"client_id": client_id, "challenge": client_data})
+    check("attest, recorded device", "/v1/attest", "POST", 200, json_body=attest_body)
+    check("attest, challenge used", "/v1/attest", "POST", 401, json_body=attest_body)
+    test_post("/test/challenge", {"client_id": client_id, "challenge": client_data})
+    check("attest, same key again", "/v1/attest", "POST", 409, json_body=attest_body)
+
+    # Refresh at the real time: assertions carry no certificate, so the token is good for an hour.
+    test_post("/test/clock", {"now": str(int(time.time()))})
+    test_post("/test/challenge", {"client_id": client_id, "challenge": client_data})
+    refreshed = check("token, recorded assertion", "/v1/token", "POST", 200, json_body=token_body)
+    test_post("/test/challenge", {"client_id": client_id, "challenge": client_data})
+    check("token, counter replayed", "/v1/token", "POST", 401, json_body=token_body)
+    token = refreshed.json().get("access_token", "") if refreshed.status_code == 200 else ""
+
+    check("authorize, valid token", "/v1/authorize", "GET", 200, headers={"Authorization": f"Bearer {token}"})
+    check("authorize, unknown token", "/v1/authorize", "GET", 401,
+          headers={"Authorization": "Bearer atk_" + "A" * 43})
+    check("authorize, no token", "/v1/authorize", "GET", 401)
+    auth = {"Authorization": f"Bearer {secret}", **FORM}
+    check("introspect, active", "/v1/introspect", "POST", 200, data={"token": token}, headers=auth)
+    check("introspect, inactive", "/v1/introspect", "POST", 200, data={"token": "atk_nope"}, headers=auth)
+    check("introspect, no token field", "/v1/introspect", "POST", 400, data={"x": "y"}, headers=auth)
+    check("introspect, wrong secret", "/v1/introspect", "POST", 401, data={"token": token},
+          headers={"Authorization": "Bearer not-the-secret", **FORM})
+    check("introspect, JSON body", "/v1/introspect", "POST", 415, json_body={"token": token},
+          headers={"Authorization": f"Bearer {secret}"})
+
+    print(f"recorded flow: {failed} failed", flush=True)
+    return failed, token
+
+
+# ---------------------------------------------------------------------------------------------
+# Phase B: schemathesis against a production-mode attestd.
+
+
+def schemathesis_config(client_id, revoked_id, key_id, token):
+    lines = ['[auth.openapi.gatewaySecret]', 'bearer = "${CHECK_OPENAPI_GATEWAY_SECRET}"']
+    if token:
+        lines += ['[auth.openapi.accessToken]', 'bearer = "${CHECK_OPENAPI_ACCESS_TOKEN}"']
+    lines += ['[dictionaries.client_ids]', f'values = ["{client_id}", "{revoked_id}"]',
+              '[dictionaries.key_ids]', f'values = ["{key_id}"]',
+              '[parameters]',
+              '"body.client_id" = { dictionary = "client_ids", probability = 0.5 }',
+              '"body.key_id" = { dictionary = "key_ids", probability = 0.3 }']
+    if token:
+        lines += ['[dictionaries.tokens]', f'values = ["{token}"]',
+                  '[parameters."body.token"]', 'dictionary = "tokens"', 'probability = 0.5']
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def server_log_excerpt(path):
+    """The server's log lines that are not request lines (start, errors), and of a crash backtrace the
+    crashed thread's frames; at most 40 lines, on stderr."""
+    out, frames = [], 0
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if '"msg":"request"' in line:
+                continue
+            if line.startswith("{") or "Program crashed" in line:
+                out.append(line)
+            elif line.endswith(" crashed:"):
+                out.append(line)
+                frames = 12
+            elif frames > 0:
+                out.append(line)
+                frames -= 1
+    for line in out[:40]:
+        print(line, file=sys.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True, help="directory of the built attestd and attestctl")
+    parser.add_argument("--work", required=True, help="a private scratch directory (the caller removes it)")
+    parser.add_argument("--started", type=int, default=int(time.time()), help="when the check started (epoch seconds)")
+    a = parser.parse_args()
+    work = os.path.abspath(a.work)
+    attestd, attestctl = os.path.join(a.bin, "attestd"), os.path.join(a.bin, "attestctl")
+    venv_bin = os.path.dirname(sys.executable)
+    max_time = os.environ.get("CHECK_OPENAPI_MAX_TIME", "75")
+    max_examples = os.environ.get("CHECK_OPENAPI_MAX_EXAMPLES", "25")
+    seed = os.environ.get("CHECK_OPENAPI_SEED", "")
+    problems = Tally(out=sys.stderr)  # only FAIL lines: the problems
+    server = None
+
+    def elapsed():
+        return int(time.time()) - a.started
+
+    def interrupted(signum, frame):
+        raise SystemExit(130)
+
+    signal.signal(signal.SIGTERM, interrupted)
+
+    def stop(log):
+        """SIGTERM, expect exit 0."""
+        nonlocal server
+        if not server.running():
+            problems.fail("attestd was no longer running before SIGTERM (exit status %s); its log:" % server.stop())
+            server_log_excerpt(log)
+        else:
+            status = server.stop(drain_seconds=30)
+            if status != 0:
+                problems.fail("attestd exited %s on SIGTERM (expected 0); its log:" % status)
+                server_log_excerpt(log)
+        server = None
+
+    def start(log, *args):
+        nonlocal server
+        server = Attestd(attestd, log, list(args), start_seconds=10)
+        if not server.started():
+            if server.running():
+                print("attestd did not log its port within 10 s", file=sys.stderr)
+                server.stop()
+            else:
+                print("attestd exited before listening:", file=sys.stderr)
+                sys.stderr.write(server.log_text())
+            server = None
+            raise SystemExit(1)
+        return server
+
+    try:
+        print("== validate docs/openapi.yaml", file=sys.stderr, flush=True)
+        if subprocess.run([os.path.join(venv_bin, "openapi-spec-validator"), SPEC], stdout=sys.stderr).returncode != 0:
+            problems.fail("docs/openapi.yaml is not a valid OpenAPI document")
+            print("check-openapi: FAIL (invalid spec) in %d s" % elapsed())
+            return 1
+
+        # The recorded device: an iOS 14.4 development build whose client data is "wurzelpfropf".
+        with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_attestation.json")) as f:
+            recorded = json.load(f)
+        team_id, bundle_id, key_id = recorded["team_id"], recorded["bundle_id"], recorded["key_id_b64"]
+        db = os.path.join(work, "attestd.sqlite")
+        secret_file = os.path.join(work, "gateway-secret")
+        with open(secret_file, "w") as f:
+            f.write(base64.b64encode(os.urandom(32)).decode().rstrip("="))
+        os.chmod(secret_file, 0o600)
+        with open(secret_file) as f:
+            secret = f.read().strip()
+        with open(os.path.join(work, "attestctl.log"), "ab") as errors:
+            def integration(workspace, name):
+                return create_integration(attestctl, db, workspace, name, team_id, bundle_id,
+                                          extra=("--environment", "development", "--json"), stderr=errors)
+
+            client_id = integration("ws_check_openapi", "check-openapi")
+            revoked_id = integration("ws_check_revoked", "check-openapi revoked")
+            subprocess.run([attestctl, "integration", "revoke", "--db", db, "--yes", revoked_id], stdout=subprocess.DEVNULL,
+                           stderr=errors, check=True, timeout=60)
+
+        print("== phase A: recorded device through attestd --insecure-test-mode", file=sys.stderr, flush=True)
+        log_a = os.path.join(work, "attestd-test-mode.log")
+        start(log_a, "--db", db, "--gateway-secret-file", secret_file, "--insecure-test-mode")
+        os.chdir(work)
+        token = ""
+        try:
+            failed, token = recorded_flow("http://127.0.0.1:%d" % server.port, client_id, revoked_id, secret)
+        except SystemExit as error:  # a /test/ call failed: the message says which
+            print(error, file=sys.stderr)
+            failed = 1
+        except Exception:
+            traceback.print_exc()
+            failed = 1
+        if failed:
+            problems.fail("recorded flow: some answers do not match the spec (above)")
+        stop(log_a)
+
+        print("== phase B: schemathesis against production-mode attestd (%ss)" % max_time, file=sys.stderr, flush=True)
+        log_b = os.path.join(work, "attestd.log")
+        start(log_b, "--db", db, "--gateway-secret-file", secret_file)
+        config = os.path.join(work, "schemathesis.toml")
+        with open(config, "w") as f:
+            f.write(schemathesis_config(client_id, revoked_id, key_id, token))
+        command = ["st", "--config-file", config, "run", SPEC, "--url", "http://127.0.0.1:%d" % server.port,
+                   "--checks", ST_CHECKS, "--max-examples", max_examples, "--max-time", max_time, "--max-response-time", "2",
+                   "--request-timeout", "5", "--generation-database", "none", "--no-color", *(["--seed", seed] if seed else [])]
+        print("+ " + " ".join(command), file=sys.stderr, flush=True)
+        env = dict(os.environ, CHECK_OPENAPI_GATEWAY_SECRET=secret, CHECK_OPENAPI_ACCESS_TOKEN=token)
+        st_out = []
+        st = subprocess.Popen([os.path.join(venv_bin, "st"), *command[1:]], cwd=work, env=env, stdout=subprocess.PIPE)
+        with open(os.path.join(work, "schemathesis.out"), "wb") as copy:
+            for line in st.stdout:  # as `tee`: to stdout and to the file
+                sys.stdout.buffer.write(line)
+                sys.stdout.buffer.flush()
+                copy.write(line)
+                st_out.append(line.decode(errors="replace"))
+        status = exit_status(st.wait())
+        if status != 0:
+            problems.fail("schemathesis exited %d (failures above)" % status)
+        log_text = server.log_text()
+        errors = [line for line in log_text.splitlines() if '"level":"error"' in line]
+        if errors:
+            problems.fail("attestd logged errors during fuzzing:")
+            for line in errors[:20]:
+                print(line, file=sys.stderr)
+        stop(log_b)
+        with open(log_b, errors="replace") as f:
+            statuses = collections.Counter(re.findall(r'"status":([0-9]*)', f.read()))
+        print("attestd's answers during fuzzing (status x count): %s" % " ".join(
+            "%sx%d" % (code, count) for code, count in sorted(statuses.items())), file=sys.stderr)
+
+        generated = re.findall(r"([0-9]+) generated", "".join(st_out))
+        cases = generated[-1] if generated else "?"
+        if not problems.failures:
+            print("check-openapi: PASS (spec valid, recorded flow conforms, schemathesis %s: %s cases, no failures) in %d s" % (
+                importlib.metadata.version("schemathesis"), cases, elapsed()))
+            return 0
+        for problem in problems.failures:
+            print("  problem: " + (problem.rsplit(":", 1)[0] if ":" in problem else problem))
+        print("check-openapi: FAIL (%d problems) in %d s" % (len(problems.failures), elapsed()))
+        return 1
+    finally:
+        if server is not None and server.running():
+            server.stop(drain_seconds=30)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
