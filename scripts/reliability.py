@@ -453,8 +453,11 @@ class Wire:
         token = {"client_id": self.cid, "key_id": self.key_b64, "challenge": "x"}
         self.record("B", "B25", "E4", "/v1/token without assertion", post(p, "/v1/token", json.dumps(token).encode()), mal("missing_assertion"))
         self.record("B", "B26", "E4", "/v1/challenge with {}", post(p, "/v1/challenge", b"{}"), mal("missing_client_id"))
+        # A well-formed (never issued) challenge, so that the size limit is what refuses the request.
+        unissued = base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode()
         self.record("B", "B27", "E6", "attestation of 60,000 base64 characters (45,000 bytes; body under 64 KiB)",
-                    attest(attestation="A" * 60000, challenge="x"), mal("attestation_too_large"))
+                    attest(attestation="A" * 60000, challenge=unissued), mal("attestation_too_large"))
+        token["challenge"] = unissued
         token["assertion"] = "A" * 4000
         self.record("B", "B28", "E6", "assertion of 4,000 base64 characters (3,000 bytes > 2 KiB)",
                     post(p, "/v1/token", json.dumps(token).encode()), mal("assertion_too_large"))
@@ -871,8 +874,11 @@ def cmd_crashcheck(a):
         probe = json.dumps({"client_id": cid, "key_id": b64(os.urandom(32)), "assertion": "AAAA", "challenge": challenge}).encode()
         code, answer = client.request("POST", "/v1/token", probe)
         reason = problem({"body": answer})[1]
-        if (code, reason) != (401, "signature"):
-            fail("challenges", "a challenge issued (200) before the kill, never presented: %s %s, expected 401 signature" % (code, reason))
+        # The assertion is malformed: a usable challenge gets past the challenge checks to the
+        # assertion's parse (400 cbor_trailing_bytes); a spent one would get challenge_used.
+        if (code, reason) != (400, "cbor_trailing_bytes"):
+            fail("challenges", "a challenge issued (200) before the kill, never presented: %s %s, expected 400 cbor_trailing_bytes"
+                 % (code, reason))
     checks = [
         ("tokens", "%d acknowledged tokens: %d authorize, %d refused (revoked integrations)" % (len(tokens), authorized, refused)),
         ("devices", "%d acknowledged attestations, %d device rows present" % (len(keys), present)),
