@@ -42,16 +42,14 @@ let package = Package(
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
         .target(
-            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto"], swiftSettings: strict),
+            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto", "AttestOptions"],
+            swiftSettings: strict),
         .target(
             name: "AttestCLI", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting"],
             swiftSettings: strict),
 
         .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
-        .executableTarget(
-            name: "attestd",
-            dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto"],
-            swiftSettings: strict),
+        .executableTarget(name: "attestd", dependencies: ["AttestHTTP", "AttestService", "AttestOptions"], swiftSettings: strict),
         .executableTarget(
             name: "attest-bench", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting"],
             swiftSettings: strict),
