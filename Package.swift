@@ -1,10 +1,12 @@
 // swift-tools-version:6.0
 // attestd: App Attest verification and short-lived access tokens.
 // Arrows are one-way (see docs/ARCHITECTURE.md):
-//   COpenSSL -> AttestCrypto -> AttestCore -> AttestCLI -> attestctl
-//   CSQLite  -> AttestStorage
-//   CMicroHTTPD -> AttestHTTPServer
-//   AttestTesting (synthetic device, fixtures) is used by tests, benchmarks and the simulator only.
+//   COpenSSL -> AttestCrypto -> AttestCore -> AttestService -> AttestHTTP -> attestd
+//   CSQLite, CLibPQ -> AttestStorage -> AttestService -> AttestCLI -> attestctl
+//   CMicroHTTPD -> AttestHTTPServer -> AttestHTTP
+//   AttestCore -> AttestSimulator (synthetic PKI and device, HTTP client, device flow) -> AttestCLI, attest-load
+//   AttestOptions (the one option parser, no dependencies) -> AttestHTTP, AttestCLI, attest-bench, attest-load
+//   AttestSimulator -> AttestTesting (fixtures, test stores) -> tests and attest-bench only; no product links it.
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -37,27 +39,32 @@ let package = Package(
         .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
         .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
-        .target(name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
+        .target(name: "AttestOptions", swiftSettings: strict),
+        .target(name: "AttestSimulator", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
+        // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
+        .target(
+            name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"], swiftSettings: strict),
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
         .target(
-            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto"], swiftSettings: strict),
+            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto", "AttestOptions"],
+            swiftSettings: strict),
         .target(
-            name: "AttestCLI", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting"],
+            name: "AttestCLI",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestSimulator", "AttestOptions"],
             swiftSettings: strict),
 
         .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
+        .executableTarget(name: "attestd", dependencies: ["AttestHTTP", "AttestService", "AttestOptions"], swiftSettings: strict),
+        // A developer tool for scripts/bench-*, never installed: it measures the recorded fixtures, so it may use AttestTesting.
         .executableTarget(
-            name: "attestd",
-            dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto"],
-            swiftSettings: strict),
-        .executableTarget(
-            name: "attest-bench", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting"],
+            name: "attest-bench",
+            dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting", "AttestOptions"],
             swiftSettings: strict),
 
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore"], swiftSettings: strict),
         .executableTarget(
-            name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestTesting"], swiftSettings: strict),
+            name: "attest-load", dependencies: ["AttestCore", "AttestSimulator", "AttestOptions"], swiftSettings: strict),
 
         .testTarget(
             name: "AttestCryptoTests", dependencies: ["AttestCrypto", "AttestTesting"], swiftSettings: strict),
@@ -78,5 +85,6 @@ let package = Package(
             name: "AttestStorageTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestCLITests", dependencies: ["AttestCLI", "AttestHTTP", "AttestTesting"], swiftSettings: strict),
+        .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),
     ]
 )

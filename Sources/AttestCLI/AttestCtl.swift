@@ -1,26 +1,27 @@
+import AttestOptions
 import Foundation
 
-/// One command: the words that name it, its options, and what it runs.
+/// One command: the words that name it, its option table, and what it runs.
 struct Command: Sendable {
     let path: [String]
     let summary: String
-    let options: [OptionSpec]
-    var positionals: [String] = []
+    let options: OptionTable
     let run: @Sendable (ParsedOptions, ToolIO) throws(UsageError) -> Int32
 
+    init(
+        path: [String], summary: String, options: [OptionSpec], positionals: [String] = [],
+        run: @escaping @Sendable (ParsedOptions, ToolIO) throws(UsageError) -> Int32
+    ) {
+        self.path = path
+        self.summary = summary
+        self.options = OptionTable(options, positionals: positionals)
+        self.run = run
+    }
+
+    /// Help generated from the option table that parsing uses.
     var usage: String {
-        let synopsis =
-            positionals
-            + options.map {
-                let text = $0.isFlag ? "--\($0.name)" : "--\($0.name) \($0.valueName)"
-                return $0.isRequired ? text : "[\(text)]"
-            }
-        var lines = ["usage: attestctl \(path.joined(separator: " ")) \(synopsis.joined(separator: " "))", "", summary, "", "options:"]
-        let width = options.map { $0.name.count + $0.valueName.count + 4 }.max() ?? 0
-        for option in options {
-            let left = option.isFlag ? "--\(option.name)" : "--\(option.name) \(option.valueName)"
-            lines.append("  " + left.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + option.help)
-        }
+        let lines =
+            ["usage: attestctl \(path.joined(separator: " ")) \(options.synopsis)", "", summary, "", "options:"] + options.optionColumns
         return lines.joined(separator: "\n") + "\n"
     }
 }
@@ -63,7 +64,7 @@ package struct AttestCtl: Sendable {
             return ExitCode.success
         }
         do {
-            let options = try ParsedOptions.parse(rest, specs: command.options, positionalNames: command.positionals)
+            let options = try command.options.parse(rest, environment: io.environment)
             return try command.run(options, io)
         } catch {
             io.standardError("attestctl \(command.path.joined(separator: " ")): \(error.message)\n\n" + command.usage)

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestOptions
 import AttestService
 import AttestStorage
 import Foundation
@@ -7,26 +8,28 @@ import Foundation
 /// database the server uses (safe concurrently: every write is a BEGIN IMMEDIATE transaction).
 enum IntegrationCommands {
     static let database = OptionSpec(
-        "db", value: "PATH|URI", help: "SQLite database file or postgresql:// URI (default: $ATTESTD_DB, else ./attestd.sqlite)")
+        "db", value: "PATH|URI", help: "SQLite database file or postgresql:// URI (default: $ATTESTD_DB, else ./attestd.sqlite)",
+        environment: "ATTESTD_DB")
     static let json = OptionSpec(flag: "json", help: "print JSON instead of text")
+    static let workspace = OptionSpec(
+        "workspace", value: "W", help: "workspace ID the tokens are scoped to (1-64 of A-Z a-z 0-9 _ -)", required: true)
+    static let name = OptionSpec("name", value: "N", help: "a name for people", required: true)
+    static let teamID = OptionSpec("team-id", value: "T", help: "Apple Developer Team ID (10 of A-Z 0-9)", required: true)
+    static let bundleID = OptionSpec("bundle-id", value: "B", help: "bundle ID; repeat for up to 32", required: true, repeatable: true)
+    static let environment = OptionSpec(
+        "environment", value: "production|development|both", help: "App Attest environments accepted (default: both)")
+    static let yes = OptionSpec(flag: "yes", help: "do not ask for confirmation")
 
     static let create = Command(
         path: ["integration", "create"],
         summary: "Register an app integration and print its client ID.",
-        options: [
-            OptionSpec("workspace", value: "W", help: "workspace ID the tokens are scoped to (1-64 of A-Z a-z 0-9 _ -)", required: true),
-            OptionSpec("name", value: "N", help: "a name for people", required: true),
-            OptionSpec("team-id", value: "T", help: "Apple Developer Team ID (10 of A-Z 0-9)", required: true),
-            OptionSpec("bundle-id", value: "B", help: "bundle ID; repeat for up to 32", required: true, repeatable: true),
-            OptionSpec("environment", value: "production|development|both", help: "App Attest environments accepted (default: both)"),
-            database, json,
-        ],
+        options: [workspace, name, teamID, bundleID, environment, database, json],
         run: runCreate)
 
     static let revoke = Command(
         path: ["integration", "revoke"],
         summary: "Revoke an integration permanently: its tokens stop working at once, its devices are blocked.",
-        options: [OptionSpec(flag: "yes", help: "do not ask for confirmation"), database, json],
+        options: [yes, database, json],
         positionals: ["CLIENT_ID"],
         run: runRevoke)
 
@@ -38,7 +41,7 @@ enum IntegrationCommands {
         run: runShow)
 
     static func openStore(_ options: ParsedOptions, _ io: ToolIO) -> (any TokenStore)? {
-        let value = options.value("db") ?? io.environment["ATTESTD_DB"] ?? "attestd.sqlite"
+        let value = options.value(database) ?? "attestd.sqlite"
         do {
             return try TokenStores.open(StoreLocation(value), connections: 1, busyTimeout: .milliseconds(5000), migrateAt: io.now())
         } catch {
@@ -64,7 +67,7 @@ enum IntegrationCommands {
 
     static func runCreate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let environments: Set<AppAttestEnvironment>
-        switch options.value("environment") ?? "both" {
+        switch options.value(environment) ?? "both" {
         case "both": environments = [.production, .development]
         case "production": environments = [.production]
         case "development": environments = [.development]
@@ -74,9 +77,9 @@ enum IntegrationCommands {
         let admin = admin(store, io)
         do {
             let record = try admin.create(
-                workspaceID: options.required("workspace"), name: options.required("name"), teamID: options.required("team-id"),
-                bundleIDs: options.values("bundle-id"), environments: environments)
-            io.standardOutput(options.flag("json") ? IntegrationJSON.encode(record) : record.clientID + "\n")
+                workspaceID: options.required(workspace), name: options.required(name), teamID: options.required(teamID),
+                bundleIDs: options.values(bundleID), environments: environments)
+            io.standardOutput(options.flag(json) ? IntegrationJSON.encode(record) : record.clientID + "\n")
             return ExitCode.success
         } catch  where error.code == .invalidIntegration {
             throw UsageError(message: "\(error.subcode.identifier): \(error.reason)")
@@ -95,7 +98,7 @@ enum IntegrationCommands {
                 io.standardError("attestctl integration revoke: no integration \(clientID)\n")
                 return ExitCode.failure
             }
-            if !options.flag("yes") && record.status == .active {
+            if !options.flag(yes) && record.status == .active {
                 io.standardError(
                     "Revoke \(clientID) (\(record.name), workspace \(record.workspaceID)) permanently? Its tokens stop working at once, "
                         + "its devices can never get new ones, and the client ID is never reused. Type 'yes' to confirm: ")
@@ -105,7 +108,7 @@ enum IntegrationCommands {
                 }
             }
             guard let summary = try admin.revoke(clientID: clientID) else { return ExitCode.failure }
-            if options.flag("json") {
+            if options.flag(json) {
                 struct Body: Encodable {
                     let client_id: String
                     let revoked = true
@@ -135,7 +138,7 @@ enum IntegrationCommands {
         guard let store = openStore(options, io) else { return ExitCode.failure }
         do {
             let records = try admin(store, io).list()
-            if options.flag("json") {
+            if options.flag(json) {
                 io.standardOutput(IntegrationJSON.encode(records.map(IntegrationJSON.init)))
             } else {
                 for record in records {
@@ -157,7 +160,7 @@ enum IntegrationCommands {
                 io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
                 return ExitCode.failure
             }
-            if options.flag("json") {
+            if options.flag(json) {
                 io.standardOutput(IntegrationJSON.encode(record))
             } else {
                 io.standardOutput(

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestCrypto
+import AttestOptions
 import Foundation
 
 /// The JSON document `attestctl verify` prints, and the exit code that goes with it.

@@ -1,6 +1,6 @@
 import AttestCore
-import AttestCrypto
-import AttestTesting
+import AttestOptions
+import AttestSimulator
 import Foundation
 import Glibc
 
@@ -9,39 +9,46 @@ import Glibc
 enum SimulateCommand {
     static let maximumConcurrency = 64
 
+    static let url = OptionSpec(
+        "url", value: "URL", help: "(required for a run) attestd to load: http://IP:PORT, IPv4 or [IPv6] literal, plain HTTP")
+    static let clientID = OptionSpec("client-id", value: "ID", help: "(required for a run) client ID of an integration for the app below")
+    static let teamID = OptionSpec(
+        "team-id", value: "T", help: "(required for a run) Apple Developer Team ID the devices claim (10 of A-Z 0-9)")
+    static let bundleID = OptionSpec("bundle-id", value: "B", help: "(required for a run) bundle ID the devices claim")
+    static let devices = OptionSpec("devices", value: "N", help: "(required for a run) how many devices to simulate (1 to 1000000)")
+    static let refreshes = OptionSpec(
+        "refreshes", value: "K", help: "token refreshes per device after the attestation (0 to 10000; default 1)")
+    static let concurrency = OptionSpec(
+        "concurrency", value: "C", help: "devices running at once, one thread each (1 to 64; default min(N, 64))")
+    static let environment = OptionSpec(
+        "environment", value: "production|development", help: "App Attest environment (aaguid) of the devices (default production)")
+    static let state = OptionSpec(
+        "state", value: "DIR",
+        help: "directory of the simulator's test PKI, created on first use (default ./\(SimulatorState.defaultDirectory))")
+    static let writeTrustAnchor = OptionSpec(
+        "write-trust-anchor", value: "FILE", help: "write the simulator's root certificate (PEM) to FILE and stop")
+
     static let command = Command(
         path: ["simulate"],
         summary:
             "Run synthetic devices against a running attestd that trusts the simulator's root (--write-trust-anchor); "
             + "print counts, throughput and latency per step, exit 1 if any failed.",
-        options: [
-            OptionSpec(
-                "url", value: "URL", help: "(required for a run) attestd to load: http://IP:PORT, IPv4 or [IPv6] literal, plain HTTP"),
-            OptionSpec("client-id", value: "ID", help: "(required for a run) client ID of an integration for the app below"),
-            OptionSpec("team-id", value: "T", help: "(required for a run) Apple Developer Team ID the devices claim (10 of A-Z 0-9)"),
-            OptionSpec("bundle-id", value: "B", help: "(required for a run) bundle ID the devices claim"),
-            OptionSpec("devices", value: "N", help: "(required for a run) how many devices to simulate (1 to 1000000)"),
-            OptionSpec("refreshes", value: "K", help: "token refreshes per device after the attestation (0 to 10000; default 1)"),
-            OptionSpec("concurrency", value: "C", help: "devices running at once, one thread each (1 to 64; default min(N, 64))"),
-            OptionSpec(
-                "environment", value: "production|development", help: "App Attest environment (aaguid) of the devices (default production)"),
-            OptionSpec(
-                "state", value: "DIR",
-                help: "directory of the simulator's test PKI, created on first use (default ./\(SimulatorState.defaultDirectory))"),
-            OptionSpec("write-trust-anchor", value: "FILE", help: "write the simulator's root certificate (PEM) to FILE and stop"),
-        ],
+        options: [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, state, writeTrustAnchor],
         run: run)
 
-    static let runOptions = ["url", "client-id", "team-id", "bundle-id", "devices", "refreshes", "concurrency", "environment"]
+    /// The options of a run, which --write-trust-anchor does not take.
+    static let runOptions = [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment]
+    /// The options a run cannot do without.
+    static let requiredForRun = [url, clientID, teamID, bundleID, devices]
 
     static func run(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let state = SimulatorState(directory: options.value("state") ?? SimulatorState.defaultDirectory)
-        if let file = options.value("write-trust-anchor") {
-            let extra = runOptions.filter { options.value($0) != nil }
+        let state = SimulatorState(directory: options.value(Self.state) ?? SimulatorState.defaultDirectory)
+        if let file = options.value(Self.writeTrustAnchor) {
+            let extra = runOptions.filter { options.value($0) != nil }.map(\.name)
             guard extra.isEmpty else {
                 throw UsageError(message: "--write-trust-anchor takes only --state, not --\(extra.joined(separator: ", --"))")
             }
-            return writeTrustAnchor(to: file, state: state, io)
+            return writeAnchor(to: file, state: state, io)
         }
         let plan = try plan(options)
         let pki: SyntheticPKI
@@ -61,7 +68,7 @@ enum SimulateCommand {
         return result.failed ? ExitCode.failure : ExitCode.success
     }
 
-    static func writeTrustAnchor(to file: String, state: SimulatorState, _ io: ToolIO) -> Int32 {
+    static func writeAnchor(to file: String, state: SimulatorState, _ io: ToolIO) -> Int32 {
         do {
             let loaded = try state.load(now: io.now())
             if let note = loaded.note { io.standardError("attestctl simulate: \(note)\n") }
@@ -78,39 +85,48 @@ enum SimulateCommand {
 
     /// Validates the run options into a plan; every problem is a usage error (exit 64).
     static func plan(_ options: ParsedOptions) throws(UsageError) -> SimulationPlan {
-        for name in ["url", "client-id", "team-id", "bundle-id", "devices"] where options.value(name) == nil {
-            throw UsageError(message: "missing --\(name) (or use --write-trust-anchor FILE)")
+        func given(_ spec: OptionSpec) throws(UsageError) -> String {
+            guard let value = options.value(spec) else {
+                throw UsageError(message: "missing --\(spec.name) (or use --write-trust-anchor FILE)")
+            }
+            return value
         }
-        let (host, port) = try address(options.required("url"))
-        let clientID = options.required("client-id")
+        // Every missing option is reported before any value is judged.
+        for spec in requiredForRun { _ = try given(spec) }
+        let (host, port) = try address(given(url))
+        let clientID = try given(Self.clientID)
         guard !clientID.isEmpty, clientID.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw UsageError(message: "--client-id takes a client ID (clid_...)")
         }
+        let (team, bundle) = (try given(teamID), try given(bundleID))
         let appID: AppID
         do {
-            appID = try AppID(teamID: options.required("team-id"), bundleID: options.required("bundle-id"))
+            appID = try AppID(teamID: team, bundleID: bundle)
         } catch {
             throw UsageError(message: "--team-id/--bundle-id: \(error.reason)")
         }
         let environment: AppAttestEnvironment
-        switch options.value("environment") ?? "production" {
+        switch options.value(Self.environment) ?? "production" {
         case "production": environment = .production
         case "development": environment = .development
         case let other: throw UsageError(message: "--environment takes production or development, not '\(other)'")
         }
-        let devices = try number("devices", options.required("devices"), in: 1...1_000_000)
-        let refreshes = try options.value("refreshes").map { text throws(UsageError) in try number("refreshes", text, in: 0...10_000) } ?? 1
+        let devices = try number(Self.devices, given(Self.devices), in: 1...1_000_000)
+        let refreshes =
+            try options.value(Self.refreshes).map { text throws(UsageError) in try number(Self.refreshes, text, in: 0...10_000) } ?? 1
         let concurrency =
-            try options.value("concurrency").map { text throws(UsageError) in try number("concurrency", text, in: 1...maximumConcurrency) }
+            try options.value(Self.concurrency).map { text throws(UsageError) in
+                try number(Self.concurrency, text, in: 1...maximumConcurrency)
+            }
             ?? maximumConcurrency
         return SimulationPlan(
             host: host, port: port, clientID: clientID, appID: appID, environment: environment, devices: devices, refreshes: refreshes,
             concurrency: min(devices, concurrency))
     }
 
-    static func number(_ name: String, _ text: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
+    static func number(_ spec: OptionSpec, _ text: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
         guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text), range.contains(value) else {
-            throw UsageError(message: "--\(name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+            throw UsageError(message: "--\(spec.name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
         }
         return value
     }

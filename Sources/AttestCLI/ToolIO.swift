@@ -42,13 +42,3 @@ package struct ToolIO: Sendable {
         environment: ProcessInfo.processInfo.environment,
         readLine: { Swift.readLine(strippingNewline: true) })
 }
-
-/// Exit codes, as swift-argument-parser uses them.
-package enum ExitCode {
-    /// Success, or help was asked for.
-    package static let success: Int32 = 0
-    /// The command ran and the answer is "no" (a rejected object), or it could not complete.
-    package static let failure: Int32 = 1
-    /// The command line was wrong (sysexits EX_USAGE).
-    package static let usage: Int32 = 64
-}

@@ -1,48 +1,63 @@
 import AttestCore
 import AttestCrypto
+import AttestOptions
 import Foundation
 
 /// `attestctl verify attestation` and `attestctl verify assertion`: offline verification of one
 /// object, for operators debugging a device.
 enum VerifyCommands {
+    /// The options of `verify attestation`.
+    enum Attestation {
+        static let object = OptionSpec(
+            "object", value: "FILE", help: "the attestation object in standard base64 ('-' reads stdin)", required: true)
+        static let keyID = OptionSpec(
+            "key-id", value: "B64", help: "the key ID the app reported (standard base64 of 32 bytes)", required: true)
+        static let clientDataHash = OptionSpec(
+            "client-data-hash", value: "B64", help: "the clientDataHash the app passed to attestKey (standard base64)", required: true)
+        static let appID = OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key must belong to", required: true)
+        static let at = OptionSpec("at", value: "UNIX_SECONDS", help: "verification time (default: now)")
+        static let environment = OptionSpec(
+            "environment", value: "production|development|any", help: "environments to accept (default: any)")
+    }
+
+    /// The options of `verify assertion`.
+    enum Assertion {
+        static let object = OptionSpec(
+            "object", value: "FILE", help: "the assertion object in standard base64 ('-' reads stdin)", required: true)
+        static let publicKey = OptionSpec(
+            "public-key", value: "PEM_FILE", help: "the device's P-256 public key (PEM SubjectPublicKeyInfo)", required: true)
+        static let clientDataHash = OptionSpec(
+            "client-data-hash", value: "B64", help: "SHA-256 of the client data the app signed (standard base64)", required: true)
+        static let appID = OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key belongs to", required: true)
+        static let previousCounter = OptionSpec(
+            "previous-counter", value: "N", help: "the stored counter; the assertion's must be greater (default: 0)")
+    }
+
     static let attestation = Command(
         path: ["verify", "attestation"],
         summary: "Verify an attestation object against Apple's App Attestation root.",
         options: [
-            OptionSpec("object", value: "FILE", help: "the attestation object in standard base64 ('-' reads stdin)", required: true),
-            OptionSpec("key-id", value: "B64", help: "the key ID the app reported (standard base64 of 32 bytes)", required: true),
-            OptionSpec(
-                "client-data-hash", value: "B64", help: "the clientDataHash the app passed to attestKey (standard base64)", required: true),
-            OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key must belong to", required: true),
-            OptionSpec("at", value: "UNIX_SECONDS", help: "verification time (default: now)"),
-            OptionSpec("environment", value: "production|development|any", help: "environments to accept (default: any)"),
+            Attestation.object, Attestation.keyID, Attestation.clientDataHash, Attestation.appID, Attestation.at, Attestation.environment,
         ],
         run: runAttestation)
 
     static let assertion = Command(
         path: ["verify", "assertion"],
         summary: "Verify an assertion object with a registered device key.",
-        options: [
-            OptionSpec("object", value: "FILE", help: "the assertion object in standard base64 ('-' reads stdin)", required: true),
-            OptionSpec("public-key", value: "PEM_FILE", help: "the device's P-256 public key (PEM SubjectPublicKeyInfo)", required: true),
-            OptionSpec(
-                "client-data-hash", value: "B64", help: "SHA-256 of the client data the app signed (standard base64)", required: true),
-            OptionSpec("app-id", value: "TEAMID.BUNDLEID", help: "the App ID the key belongs to", required: true),
-            OptionSpec("previous-counter", value: "N", help: "the stored counter; the assertion's must be greater (default: 0)"),
-        ],
+        options: [Assertion.object, Assertion.publicKey, Assertion.clientDataHash, Assertion.appID, Assertion.previousCounter],
         run: runAssertion)
 
     static func runAttestation(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let keyID = try base64Argument(options.required("key-id"), name: "key-id")
-        let clientDataHash = try base64Argument(options.required("client-data-hash"), name: "client-data-hash")
-        let appID = try appIDArgument(options.required("app-id"))
+        let keyID = try base64Argument(options, Attestation.keyID)
+        let clientDataHash = try base64Argument(options, Attestation.clientDataHash)
+        let appID = try appIDArgument(options.required(Attestation.appID))
         var time = io.now()
-        if let at = options.value("at") {
+        if let at = options.value(Attestation.at) {
             guard let seconds = Int64(at), seconds >= 0 else { throw UsageError(message: "--at takes Unix seconds, not '\(at)'") }
             time = seconds
         }
         let environments: Set<AppAttestEnvironment>
-        switch options.value("environment") ?? "any" {
+        switch options.value(Attestation.environment) ?? "any" {
         case "any": environments = Set(AppAttestEnvironment.allCases)
         case "production": environments = [.production]
         case "development": environments = [.development]
@@ -50,7 +65,7 @@ enum VerifyCommands {
         }
         let report: Report
         do {
-            let object = try objectArgument(options.required("object"), io: io)
+            let object = try objectArgument(options.required(Attestation.object), io: io)
             let verifier = try AttestationVerifier(anchor: TrustAnchor.appleAppAttestationRoot())
             let verified = try verifier.verify(
                 AttestationInput(
@@ -64,17 +79,17 @@ enum VerifyCommands {
     }
 
     static func runAssertion(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let clientDataHash = try base64Argument(options.required("client-data-hash"), name: "client-data-hash")
-        let appID = try appIDArgument(options.required("app-id"))
+        let clientDataHash = try base64Argument(options, Assertion.clientDataHash)
+        let appID = try appIDArgument(options.required(Assertion.appID))
         var previous: UInt32 = 0
-        if let text = options.value("previous-counter") {
+        if let text = options.value(Assertion.previousCounter) {
             guard let value = UInt32(text) else { throw UsageError(message: "--previous-counter takes 0 to 4294967295, not '\(text)'") }
             previous = value
         }
         let report: Report
         do {
-            let object = try objectArgument(options.required("object"), io: io)
-            let key = try publicKeyArgument(options.required("public-key"), io: io)
+            let object = try objectArgument(options.required(Assertion.object), io: io)
+            let key = try publicKeyArgument(options.required(Assertion.publicKey), io: io)
             let verified = try AssertionVerifier.verify(
                 AssertionInput(object: object, clientDataHash: clientDataHash, publicKey: key, appIDs: [appID], previousCounter: previous))
             report = Report(verified, key: key)
@@ -84,9 +99,9 @@ enum VerifyCommands {
         return report.write(to: io)
     }
 
-    static func base64Argument(_ text: String, name: String) throws(UsageError) -> [UInt8] {
-        guard let bytes = Base64Text.decode(text) else {
-            throw UsageError(message: "--\(name) is not standard base64 (RFC 4648, padded)")
+    static func base64Argument(_ options: ParsedOptions, _ spec: OptionSpec) throws(UsageError) -> [UInt8] {
+        guard let bytes = Base64Text.decode(options.required(spec)) else {
+            throw UsageError(message: "--\(spec.name) is not standard base64 (RFC 4648, padded)")
         }
         return bytes
     }

@@ -1,6 +1,7 @@
 extension CBORValue {
     /// The encoding with shortest-form heads and definite lengths (chunked strings stay chunked).
-    /// Used to build synthetic objects and to round-trip test vectors; the verifier never re-encodes.
+    /// Exists for the synthetic device only (`AttestSimulator`, shipped with `attestctl simulate`)
+    /// and for round-tripping test vectors: the verifier never re-encodes.
     package var encoded: [UInt8] {
         var out: [UInt8] = []
         encode(into: &out)

@@ -38,15 +38,6 @@ package indirect enum CBORValue: Sendable, Hashable {
         }
     }
 
-    /// The value as a signed integer, when it fits in `Int64`.
-    package var integerValue: Int64? {
-        switch self {
-        case .unsigned(let value): value <= UInt64(Int64.max) ? Int64(value) : nil
-        case .negative(let value): value <= UInt64(Int64.max) ? -1 - Int64(value) : nil
-        default: nil
-        }
-    }
-
     /// The entries of a map.
     package var mapEntries: [CBORMapEntry]? {
         if case .map(let entries) = self { return entries }

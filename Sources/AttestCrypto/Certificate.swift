@@ -76,13 +76,6 @@ package final class Certificate: @unchecked Sendable {
         X509_get_extension_flags(x509) & UInt32(EXFLAG_CA) != 0 || X509_check_ca(x509) != 0
     }
 
-    /// The subject, one line, for diagnostics.
-    package var subjectSummary: String {
-        guard let name = X509_get_subject_name(x509), let line = X509_NAME_oneline(name, nil, 0) else { return "" }
-        defer { COpenSSL_free(line) }
-        return String(cString: line)
-    }
-
     /// The subject public key.
     package var publicKey: PublicKey {
         get throws(CryptoError) {

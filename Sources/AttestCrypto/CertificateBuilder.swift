@@ -46,6 +46,9 @@ package struct CertificateTemplate: Sendable {
 }
 
 /// Issues X.509 v3 certificates with OpenSSL.
+///
+/// Exists for the synthetic PKI only (`AttestSimulator`, which `attestctl simulate` ships, and the
+/// tests through it): nothing on the verification or token path issues a certificate.
 package enum CertificateBuilder {
     /// Issues a certificate for `subjectKey`, signed by `issuerKey`; with no `issuer` it is self-signed.
     package static func issue(

@@ -24,7 +24,4 @@ static inline int COpenSSL_sk_X509_OBJECT_num(const STACK_OF(X509_OBJECT) *stack
 // MBSTRING_ASC is a macro built from other macros with '|', which Swift does not import.
 static inline int COpenSSL_MBSTRING_ASC(void) { return MBSTRING_ASC; }
 
-// OPENSSL_free is a macro (it passes __FILE__ and __LINE__ to CRYPTO_free).
-static inline void COpenSSL_free(void *pointer) { OPENSSL_free(pointer); }
-
 #endif

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestCrypto
+import AttestOptions
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -8,7 +9,7 @@ import Foundation
 // Verification throughput on one thread, for scripts/bench-verify (which prints it beside
 // `openssl speed` and pyattest from the same run). Not a test: it only measures.
 //
-//   attest-bench [--seconds S] [--case ID] [--iterations N]
+//   attest-bench [--seconds S] [--case ID] [--iterations N]   (attest-bench --help lists them)
 //   attest-bench --service [--seconds S]   (the refresh use case in process: challenge + assertion
 //                                          + token, with a temporary SQLite database; no HTTP)
 //
@@ -16,10 +17,43 @@ import Foundation
 // (a fresh verifier each time, so both P-384 signatures are checked) and
 // `assertion_verifications_per_second`.
 
-func option(_ name: String, default value: String) -> String {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return value }
-    return arguments[index + 1]
+/// The command line, validated.
+struct BenchPlan {
+    static let seconds = OptionSpec("seconds", value: "S", help: "length of each measurement (default 3)")
+    static let caseID = OptionSpec(
+        "case", value: "ID", help: "recorded attestation under fixtures/appattest/recorded (default veehaitch_ios-14.4_attestation)")
+    static let iterations = OptionSpec(
+        "iterations", value: "N", help: "verify N times each, untimed, and print nothing (for callgrind)")
+    static let service = OptionSpec(
+        flag: "service", help: "measure the refresh use case in process (challenge + assertion + token, temporary SQLite)")
+    static let options = OptionTable([seconds, caseID, iterations, service])
+
+    static var usage: String {
+        let lines =
+            ["usage: attest-bench \(options.synopsis)", "", "Verification throughput on one thread.", "", "options:"]
+            + options.optionColumns
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    let seconds: Double
+    let caseID: String
+    let iterations: Int?
+    let service: Bool
+
+    init(_ arguments: [String]) throws(UsageError) {
+        let parsed = try Self.options.parse(arguments)
+        let seconds = parsed.value(Self.seconds).map { Double($0) } ?? 3
+        guard let seconds, seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds takes a number > 0") }
+        self.seconds = seconds
+        caseID = parsed.value(Self.caseID) ?? "veehaitch_ios-14.4_attestation"
+        if let text = parsed.value(Self.iterations) {
+            guard let count = Int(text), count > 0 else { throw UsageError(message: "--iterations takes a whole number > 0") }
+            iterations = count
+        } else {
+            iterations = nil
+        }
+        service = parsed.flag(Self.service)
+    }
 }
 
 func fail(_ message: String) -> Never {
@@ -40,9 +74,12 @@ func rate(seconds: Double, _ body: () throws -> Void) rethrows -> Double {
     return Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 }
 
-let seconds = Double(option("--seconds", default: "3")) ?? 3
+let plan = CommandLineEntry.parse(program: "attest-bench", usage: BenchPlan.usage, arguments: Array(CommandLine.arguments.dropFirst())) {
+    arguments throws(UsageError) in try BenchPlan(arguments)
+}
+let seconds = plan.seconds
 
-if CommandLine.arguments.contains("--service") {
+if plan.service {
     do {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-bench-\(getpid())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -83,7 +120,7 @@ if CommandLine.arguments.contains("--service") {
         fail("\(error)")
     }
 }
-let caseID = option("--case", default: "veehaitch_ios-14.4_attestation")
+let caseID = plan.caseID
 
 do {
     let attestation = try Fixtures.recordedCase(caseID)
@@ -106,7 +143,7 @@ do {
         appIDs: [try AppID(pairedAssertion.appID)], previousCounter: pairedAssertion.previousCounter ?? 0)
     _ = try AssertionVerifier.verify(assertionInput)
 
-    if let iterations = Int(option("--iterations", default: "")) {
+    if let iterations = plan.iterations {
         // Fixed work for instruction counting (valgrind --tool=callgrind): no clock involved.
         for _ in 0..<iterations { _ = try verifier.verify(input) }
         for _ in 0..<iterations { _ = try AssertionVerifier.verify(assertionInput) }

@@ -1,13 +1,13 @@
 import AttestCore
-import AttestCrypto
-import AttestService
-import AttestTesting
+import AttestOptions
+import AttestSimulator
 import Foundation
 import Synchronization
 
 // Load generator for scripts/bench-load (not a test: it only measures). Closed loop: C threads,
 // each with one keep-alive connection, for S seconds, against an attestd that trusts the PKI in
-// the `attestctl simulate` state directory.
+// the `attestctl simulate` state directory. The device side is AttestSimulator's `DeviceFlow`,
+// the same code `attestctl simulate` runs.
 //
 //   attest-load token     --port P --client-id ID --app-id T.B --state DIR
 //       attests one synthetic device and prints its access token (for wrk on /v1/authorize).
@@ -19,87 +19,147 @@ import Synchronization
 //
 // Prints `requests_per_second`, `operations_per_second`, `p50_ms`, `p99_ms`, `errors`.
 
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
+/// What one run does, validated from the command line.
+struct LoadPlan {
+    enum Mode: String, CaseIterable {
+        case token, challenge, attest, refresh
+    }
+
+    static let port = OptionSpec("port", value: "P", help: "attestd's port on 127.0.0.1", required: true)
+    static let clientID = OptionSpec("client-id", value: "ID", help: "client ID of an integration for the app", required: true)
+    static let appID = OptionSpec("app-id", value: "T.B", help: "App ID the devices claim (TEAMID.BUNDLEID)", required: true)
+    static let state = OptionSpec(
+        "state", value: "DIR", help: "state directory of `attestctl simulate`, whose root attestd trusts", required: true)
+    static let connections = OptionSpec("connections", value: "C", help: "threads, one keep-alive connection each (default 16)")
+    static let seconds = OptionSpec("seconds", value: "S", help: "length of the timed phase (default 5)")
+    static let options = OptionTable(
+        [port, clientID, appID, state, connections, seconds], positionals: [Mode.allCases.map(\.rawValue).joined(separator: "|")])
+
+    static var usage: String {
+        let lines =
+            ["usage: attest-load \(options.synopsis)", "", "Closed-loop load on attestd with synthetic devices.", "", "options:"]
+            + options.optionColumns
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A load generator waits longer than a test would, but still gives up on a silent server.
+    static let receiveTimeoutSeconds = 5
+
+    let mode: Mode
+    let port: UInt16
+    let clientID: String
+    let appID: AppID
+    let state: String
+    let connections: Int
+    let seconds: Double
+
+    init(_ arguments: [String]) throws(UsageError) {
+        let parsed = try Self.options.parse(arguments)
+        guard let mode = Mode(rawValue: parsed.positionals[0]) else {
+            throw UsageError(message: "unknown mode '\(parsed.positionals[0])'")
+        }
+        self.mode = mode
+        guard let port = UInt16(parsed.required(Self.port)), port > 0 else { throw UsageError(message: "--port takes 1 to 65535") }
+        self.port = port
+        clientID = parsed.required(Self.clientID)
+        do {
+            appID = try AppID(parsed.required(Self.appID))
+        } catch {
+            throw UsageError(message: "--app-id: \(error.reason)")
+        }
+        state = parsed.required(Self.state)
+        let connections = parsed.value(Self.connections).map { Int($0) } ?? 16
+        guard let connections, (1...1024).contains(connections) else { throw UsageError(message: "--connections takes 1 to 1024") }
+        self.connections = connections
+        let seconds = parsed.value(Self.seconds).map { Double($0) } ?? 5
+        guard let seconds, seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds takes a number > 0") }
+        self.seconds = seconds
+    }
 }
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("attest-load: \(message)\n".utf8))
-    exit(1)
+    exit(ExitCode.failure)
 }
 
-let mode = CommandLine.arguments.dropFirst().first ?? ""
-guard ["token", "challenge", "attest", "refresh"].contains(mode) else {
-    fail(
-        "usage: attest-load token|challenge|attest|refresh --port P --client-id ID --app-id T.B --state DIR [--connections C] [--seconds S]"
-    )
+/// What a step answered, or its failure thrown (the closed loop counts it as an error).
+func answered<Answer>(_ answer: Answer?, _ log: DeviceLog) throws(StepFailure) -> Answer {
+    guard let answer else { throw log.lastFailure ?? .simulator("no answer recorded") }
+    return answer
 }
-guard let port = option("--port").flatMap(UInt16.init), let clientID = option("--client-id"),
-    let appID = option("--app-id").flatMap({ try? AppID($0) }), let state = option("--state")
-else { fail("--port, --client-id, --app-id and --state are required") }
-let connections = option("--connections").flatMap(Int.init) ?? 16
-let seconds = option("--seconds").flatMap(Double.init) ?? 5
+
+let plan = CommandLineEntry.parse(program: "attest-load", usage: LoadPlan.usage, arguments: Array(CommandLine.arguments.dropFirst())) {
+    arguments throws(UsageError) in try LoadPlan(arguments)
+}
+let pki: SyntheticPKI
+do {
+    pki = try SimulatorState(directory: plan.state).read()
+} catch {
+    fail(error.description)
+}
+let flow = DeviceFlow(
+    clientID: plan.clientID, appID: plan.appID, environment: .production, pki: pki, now: { Int64(Date().timeIntervalSince1970) })
+let connections = plan.connections
+let seconds = plan.seconds
+let port = plan.port
 
 do {
-    let target = LoadTarget(port: port, clientID: clientID, appID: appID, pki: try LoadTarget.pki(stateDirectory: state))
-    switch mode {
-    case "token":
-        let connection = Connection(port: port)
-        let response = try connection.post(
-            "/v1/attest", try target.attestBody(try SyntheticDevice(), challenge: try target.challenge(connection)))
-        guard let token = LoadTarget.token(from: response) else { fail("attest answered \(response.status): \(response.text)") }
-        print(token)
-    case "challenge":
+    switch plan.mode {
+    case .token:
+        var connection = Connection(port: port, receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
+        var log = DeviceLog()
+        print(try answered(flow.register(try SyntheticDevice(), &connection, &log), log))
+    case .challenge:
         ClosedLoop.run(connections: connections, seconds: seconds, port: port) { connection, _ in
-            _ = try target.challenge(connection)
+            var log = DeviceLog()
+            _ = try answered(flow.challenge(&connection, &log), log)
             return 1
-        }.report(mode: mode, connections: connections)
-    case "attest":
+        }.report(mode: plan.mode.rawValue, connections: connections)
+    case .attest:
         // Enough objects for the whole run (2,000 per second is above what one core verifies),
         // each with its own fresh challenge, prepared before the clock starts: each costs the
         // client a P-384 signature, which is not the server's work.
         let perSlice = Int(seconds * 2_000) / 8
-        let prepared = Mutex<[String]>([])
+        let prepared = Mutex<[DeviceRequest]>([])
         DispatchQueue.concurrentPerform(iterations: 8) { _ in
-            let connection = Connection(port: port)
-            var bodies: [String] = []
+            var connection = Connection(port: port, receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
+            var requests: [DeviceRequest] = []
             for _ in 0..<perSlice {
-                guard let device = try? SyntheticDevice(), let issued = try? target.challenge(connection),
-                    let body = try? target.attestBody(device, challenge: issued)
+                var log = DeviceLog()
+                guard let device = try? SyntheticDevice(), let issued = flow.challenge(&connection, &log),
+                    let request = try? flow.attestRequest(device, answering: issued)
                 else { continue }
-                bodies.append(body)
+                requests.append(request)
             }
-            prepared.withLock { $0 += bodies }
+            prepared.withLock { $0 += requests }
         }
-        let bodies = prepared.withLock { $0 }
+        let requests = prepared.withLock { $0 }
         let next = Atomic<Int>(0)
         ClosedLoop.run(connections: connections, seconds: seconds, port: port) { connection, _ in
             let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-            guard index < bodies.count else { throw RawHTTPClientError("prepared attestations ran out") }
-            let response = try connection.post("/v1/attest", bodies[index])
-            guard response.status == 200 else { throw RawHTTPClientError("attest answered \(response.status)") }
+            guard index < requests.count else { throw StepFailure.simulator("prepared attestations ran out") }
+            var log = DeviceLog()
+            _ = try answered(flow.attest(requests[index], &connection, &log), log)
             return 1
-        }.report(mode: mode, connections: connections)
-    default:  // refresh: one registered device per connection, attested before the clock starts
+        }.report(mode: plan.mode.rawValue, connections: connections)
+    case .refresh:
+        // One registered device per connection, attested before the clock starts.
         let devices = Mutex<[Int: SyntheticDevice]>([:])
         for index in 0..<connections {
-            let connection = Connection(port: port)
+            var connection = Connection(port: port, receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
+            var log = DeviceLog()
             let device = try SyntheticDevice()
-            let response = try connection.post("/v1/attest", try target.attestBody(device, challenge: try target.challenge(connection)))
-            guard response.status == 200 else { fail("attest answered \(response.status): \(response.text)") }
+            _ = try answered(flow.register(device, &connection, &log), log)
             devices.withLock { $0[index] = device }
         }
         ClosedLoop.run(connections: connections, seconds: seconds, port: port) { connection, thread in
-            guard var device = devices.withLock({ $0[thread] }) else { throw RawHTTPClientError("no device") }
-            let issued = try target.challenge(connection)
-            let assertion = try device.assertion(clientData: issued.bytes, appID: target.appID)
+            guard var device = devices.withLock({ $0[thread] }) else { throw StepFailure.simulator("no device") }
+            var log = DeviceLog()
+            let token = flow.refresh(&device, &connection, &log)
             devices.withLock { $0[thread] = device }
-            let response = try connection.post("/v1/token", target.refreshBody(device, assertion: assertion, challenge: issued.text))
-            guard response.status == 200 else { throw RawHTTPClientError("token answered \(response.status): \(response.text)") }
+            _ = try answered(token, log)
             return 2
-        }.report(mode: mode, connections: connections)
+        }.report(mode: plan.mode.rawValue, connections: connections)
     }
 } catch {
     fail("\(error)")

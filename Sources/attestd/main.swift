@@ -1,4 +1,5 @@
 import AttestHTTP
+import AttestOptions
 import AttestService
 import Dispatch
 import Foundation
@@ -10,17 +11,8 @@ let version = "0.1.0"
 let logger = Logger(sink: StandardErrorSink())
 let arguments = Array(CommandLine.arguments.dropFirst())
 
-if arguments.contains("--help") || arguments.contains("-h") {
-    print(ServerConfiguration.usage, terminator: "")
-    exit(0)
-}
-
-let configuration: ServerConfiguration
-do {
-    configuration = try ServerConfiguration.parse(arguments, environment: ProcessInfo.processInfo.environment)
-} catch {
-    FileHandle.standardError.write(Data("attestd: \(error.message)\n\n\(ServerConfiguration.usage)".utf8))
-    exit(64)
+let configuration = CommandLineEntry.parse(program: "attestd", usage: ServerConfiguration.usage, arguments: arguments) {
+    arguments throws(UsageError) in try ServerConfiguration.parse(arguments, environment: ProcessInfo.processInfo.environment)
 }
 
 // SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0. Installed before the

@@ -31,6 +31,15 @@ struct ServerConfigurationTests {
         #expect(flagged.database == .sqlite(path: "x.sqlite"))
     }
 
+    @Test("an option set by its variable may still be given once on the command line, and a variable's value is validated")
+    func environmentIsNotARepeat() throws {
+        let configuration = try ServerConfiguration.parse(["--threads", "4"], environment: ["ATTESTD_THREADS": "2"])
+        #expect(configuration.threads == 4)
+        #expect(throws: ServerConfiguration.UsageError(message: "--threads takes 1 to 256")) {
+            try ServerConfiguration.parse([], environment: ["ATTESTD_THREADS": "0"])
+        }
+    }
+
     @Test("sets rate limits with burst twice the rate, 0 meaning unlimited")
     func rates() throws {
         let configuration = try ServerConfiguration.parse(["--attest-rate", "50", "--address-rate", "0"], environment: [:])

@@ -1,13 +1,13 @@
 import AttestCrypto
-import AttestTesting
 import Foundation
 import Glibc
 
 /// The simulator's test PKI kept on disk so that the root attestd trusts survives between runs:
-/// the root and intermediate, each as a key and a certificate in PEM.
-struct SimulatorState {
+/// the root and intermediate, each as a key and a certificate in PEM. `attestctl simulate` makes
+/// and renews it; `attest-load` reads it.
+package struct SimulatorState: Sendable {
     /// Where the state lives unless `--state` says otherwise (relative to the working directory).
-    static let defaultDirectory = ".attestctl-simulator"
+    package static let defaultDirectory = ".attestctl-simulator"
 
     static let rootKeyFile = "root-key.pem"
     static let rootFile = "root.pem"
@@ -16,16 +16,20 @@ struct SimulatorState {
     static let allFiles = [rootKeyFile, rootFile, intermediateKeyFile, intermediateFile]
 
     /// Why the state directory could not be used (exit 1 with the message).
-    struct StateError: Error, CustomStringConvertible {
-        let description: String
+    package struct StateError: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    let directory: String
+    package let directory: String
+
+    package init(directory: String) {
+        self.directory = directory
+    }
 
     /// The PKI valid at `now`: the saved one, or a new one written on first use. A saved root that
     /// is not valid at `now` is replaced (with a note saying attestd must be given the new root); a
     /// saved intermediate that is not valid is reissued under the same root.
-    func load(now: Int64) throws(StateError) -> (pki: SyntheticPKI, note: String?) {
+    package func load(now: Int64) throws(StateError) -> (pki: SyntheticPKI, note: String?) {
         let present = Self.allFiles.filter { FileManager.default.fileExists(atPath: path($0)) }
         if present.isEmpty {
             let pki = try generate(now: now)
@@ -36,17 +40,7 @@ struct SimulatorState {
             throw StateError(
                 description: "\(directory) is incomplete (has \(present.joined(separator: ", ")) only); delete it to start a new test PKI")
         }
-        let saved: SyntheticPKI
-        do {
-            saved = SyntheticPKI(
-                rootKey: try PrivateKey(pem: read(Self.rootKeyFile)), root: try Certificate(pemEncoded: read(Self.rootFile)),
-                intermediateKey: try PrivateKey(pem: read(Self.intermediateKeyFile)),
-                intermediate: try Certificate(pemEncoded: read(Self.intermediateFile)))
-        } catch let error as StateError {
-            throw error
-        } catch {
-            throw StateError(description: "cannot read the test PKI in \(directory) (\(error)); delete it to start a new one")
-        }
+        let saved = try read()
         if !Self.isValid(saved.root, at: now) {
             let pki = try generate(now: now)
             try save(pki)
@@ -67,6 +61,20 @@ struct SimulatorState {
             return (pki, "the saved intermediate in \(directory) was not valid now; issued a new one under the same root")
         }
         return (saved, nil)
+    }
+
+    /// The saved PKI as it is, valid or not.
+    package func read() throws(StateError) -> SyntheticPKI {
+        do {
+            return SyntheticPKI(
+                rootKey: try PrivateKey(pem: read(Self.rootKeyFile)), root: try Certificate(pemEncoded: read(Self.rootFile)),
+                intermediateKey: try PrivateKey(pem: read(Self.intermediateKeyFile)),
+                intermediate: try Certificate(pemEncoded: read(Self.intermediateFile)))
+        } catch let error as StateError {
+            throw error
+        } catch {
+            throw StateError(description: "cannot read the test PKI in \(directory) (\(error)); delete it to start a new one")
+        }
     }
 
     static func isValid(_ certificate: Certificate, at time: Int64) -> Bool {

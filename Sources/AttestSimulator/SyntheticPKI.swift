@@ -9,7 +9,8 @@ package struct SyntheticPKI: Sendable {
     package let intermediateKey: PrivateKey
     package let intermediate: Certificate
 
-    /// How the intermediate is made; tests change one field to break one CA rule.
+    /// How the intermediate is made; tests change one field to break one CA rule (the simulator
+    /// keeps the defaults).
     package struct IntermediateOptions: Sendable {
         package var basicConstraints: String? = "critical,CA:TRUE,pathlen:0"
         package var keyUsage: String? = "critical,keyCertSign,cRLSign"
@@ -74,7 +75,8 @@ package struct SyntheticPKI: Sendable {
     }
 }
 
-/// How the credential certificate is made; tests change one field to break one rule.
+/// How the credential certificate is made; tests change one field to break one rule (the simulator
+/// keeps the defaults).
 package struct LeafOptions: Sendable {
     package var commonName = "synthetic credential"
     package var serial: UInt64 = 3

@@ -71,7 +71,8 @@ package struct SyntheticDevice: Sendable {
         return try assertion(clientDataHash: Digest.sha256(clientData), rpIDHash: appID.rpIDHash, counter: next, extensions: extensions)
     }
 
-    /// An assertion with every field explicit, for rejection tests.
+    /// An assertion with every field explicit. For rejection tests only: the simulator uses
+    /// `assertion(clientData:appID:)`.
     package func assertion(
         clientDataHash: [UInt8], rpIDHash: [UInt8], counter: UInt32, flags: UInt8 = 0x40, extensions: [UInt8] = [],
         signer: PrivateKey? = nil
@@ -86,7 +87,9 @@ package struct SyntheticDevice: Sendable {
     }
 }
 
-/// The fields of a synthetic attestation object.
+/// The fields of a synthetic attestation object. `SyntheticDevice.attestationParts` fills them as a
+/// genuine device would, and the simulator sends them so; the overrides (lengths, nonce extension,
+/// chain, extra entries, leaf options) exist for rejection tests, which change exactly one.
 package struct AttestationParts: Sendable {
     package var format = "apple-appattest"
     package var rpIDHash: [UInt8]
