@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import AttestOptions
 import AttestService
 import AttestStorage
@@ -109,18 +110,12 @@ enum IntegrationCommands {
             }
             guard let summary = try admin.revoke(clientID: clientID) else { return ExitCode.failure }
             if options.flag(json) {
-                struct Body: Encodable {
-                    let client_id: String
-                    let revoked = true
-                    let already_revoked: Bool
-                    let tokens_revoked: Int
-                    let devices_blocked: Int
-                }
                 io.standardOutput(
                     IntegrationJSON.encode(
-                        Body(
-                            client_id: clientID, already_revoked: !summary.changed, tokens_revoked: summary.tokensRevoked,
-                            devices_blocked: summary.devicesBlocked)))
+                        .object([
+                            ("already_revoked", !summary.changed), ("client_id", clientID), ("devices_blocked", summary.devicesBlocked),
+                            ("revoked", true), ("tokens_revoked", summary.tokensRevoked),
+                        ])))
             } else if summary.changed {
                 io.standardOutput(
                     "revoked \(clientID): \(summary.tokensRevoked) tokens revoked, \(summary.devicesBlocked) devices blocked\n")
@@ -139,7 +134,7 @@ enum IntegrationCommands {
         do {
             let records = try admin(store, io).list()
             if options.flag(json) {
-                io.standardOutput(IntegrationJSON.encode(records.map(IntegrationJSON.init)))
+                io.standardOutput(IntegrationJSON.encode(.array(records.map(IntegrationJSON.value))))
             } else {
                 for record in records {
                     io.standardOutput(
@@ -184,35 +179,17 @@ enum IntegrationCommands {
     }
 }
 
-/// The JSON shape of an integration in `attestctl --json` output.
-struct IntegrationJSON: Encodable {
-    let client_id: String
-    let status: String
-    let workspace_id: String
-    let name: String
-    let team_id: String
-    let bundle_ids: [String]
-    let environments: [String]
-    let created_at: Int64
-    let revoked_at: Int64?
-
-    init(_ record: IntegrationRecord) {
-        client_id = record.clientID
-        status = record.status.rawValue
-        workspace_id = record.workspaceID
-        name = record.name
-        team_id = record.teamID
-        bundle_ids = record.bundleIDs
-        environments = record.environments
-        created_at = record.createdAt
-        revoked_at = record.revokedAt
+/// The JSON shape of an integration in `attestctl --json` output (keys sorted).
+enum IntegrationJSON {
+    static func value(_ record: IntegrationRecord) -> JSONValue {
+        .object([
+            ("bundle_ids", record.bundleIDs), ("client_id", record.clientID), ("created_at", record.createdAt),
+            ("environments", record.environments), ("name", record.name), ("revoked_at", record.revokedAt),
+            ("status", record.status.rawValue), ("team_id", record.teamID), ("workspace_id", record.workspaceID),
+        ])
     }
 
-    static func encode(_ record: IntegrationRecord) -> String { encode(IntegrationJSON(record)) }
+    static func encode(_ record: IntegrationRecord) -> String { encode(value(record)) }
 
-    static func encode(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return ((try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}") + "\n"
-    }
+    static func encode(_ value: JSONValue) -> String { JSONText.render(value, pretty: true) + "\n" }
 }

@@ -3,87 +3,56 @@ import AttestCrypto
 import AttestOptions
 import Foundation
 
-/// The JSON document `attestctl verify` prints, and the exit code that goes with it.
-struct Report: Encodable {
-    struct Extensions: Encodable {
-        let bundleVersion: String?
-        let validationCategory: UInt32?
-        let validationCategoryName: String?
-        let otherKeys: [String]
-
-        enum CodingKeys: String, CodingKey {
-            case bundleVersion = "bundle_version"
-            case validationCategory = "validation_category"
-            case validationCategoryName = "validation_category_name"
-            case otherKeys = "other_keys"
-        }
-
-        init?(_ extensions: AuthenticatorExtensions?) {
-            guard let extensions else { return nil }
-            bundleVersion = extensions.bundleVersion
-            validationCategory = extensions.validationCategory?.rawValue
-            validationCategoryName = extensions.validationCategory?.name
-            otherKeys = extensions.otherKeys
-        }
-    }
-
+/// The JSON document `attestctl verify` prints (keys sorted, absent values left out), and the
+/// exit code that goes with it.
+struct Report {
     let valid: Bool
-    var kind: String?
-    var environment: String?
-    var keyID: String?
-    var appID: String?
-    var publicKey: String?
-    var counter: UInt32?
-    var receiptLength: Int?
-    var certificateNotAfter: Int64?
-    var extensions: Extensions?
-    var code: String?
-    var reason: String?
-
-    enum CodingKeys: String, CodingKey {
-        case valid, kind, environment, counter, extensions, code, reason
-        case keyID = "key_id"
-        case appID = "app_id"
-        case publicKey = "public_key"
-        case receiptLength = "receipt_length"
-        case certificateNotAfter = "certificate_not_after"
-    }
+    /// The members other than `valid`; nil values are left out.
+    private var members: [(String, (any Sendable)?)]
 
     init(_ attestation: VerifiedAttestation) {
         valid = true
-        kind = "attestation"
-        environment = attestation.environment.rawValue
-        keyID = Data(attestation.keyID).base64EncodedString()
-        appID = attestation.appID.description
-        publicKey = Hex.encode(attestation.publicKey)
-        counter = 0
-        receiptLength = attestation.receipt.count
-        certificateNotAfter = attestation.leafNotAfter
-        extensions = Extensions(attestation.extensions)
+        members = [
+            ("kind", "attestation"), ("environment", attestation.environment.rawValue),
+            ("key_id", Data(attestation.keyID).base64EncodedString()), ("app_id", attestation.appID.description),
+            ("public_key", Hex.encode(attestation.publicKey)), ("counter", UInt32(0)), ("receipt_length", attestation.receipt.count),
+            ("certificate_not_after", attestation.leafNotAfter), ("extensions", Self.extensions(attestation.extensions)),
+        ]
     }
 
     init(_ assertion: VerifiedAssertion, key: PublicKey) {
         valid = true
-        kind = "assertion"
-        appID = assertion.appID.description
-        publicKey = key.uncompressedPoint.map(Hex.encode)
-        keyID = key.uncompressedPoint.map { Data(Digest.sha256($0)).base64EncodedString() }
-        counter = assertion.counter
-        extensions = Extensions(assertion.extensions)
+        members = [
+            ("kind", "assertion"), ("app_id", assertion.appID.description), ("public_key", key.uncompressedPoint.map(Hex.encode)),
+            ("key_id", key.uncompressedPoint.map { Data(Digest.sha256($0)).base64EncodedString() }), ("counter", assertion.counter),
+            ("extensions", Self.extensions(assertion.extensions)),
+        ]
     }
 
     init(_ error: AttestError) {
         valid = false
-        code = error.code.identifier
-        reason = error.reason
+        members = [("code", error.code.identifier), ("reason", error.reason)]
     }
+
+    private static func extensions(_ extensions: AuthenticatorExtensions?) -> JSONValue? {
+        guard let extensions else { return nil }
+        let members: [(String, (any Sendable)?)] = [
+            ("bundle_version", extensions.bundleVersion), ("validation_category", extensions.validationCategory?.rawValue),
+            ("validation_category_name", extensions.validationCategory?.name), ("other_keys", extensions.otherKeys),
+        ]
+        return sortedObject(members)
+    }
+
+    private static func sortedObject(_ members: [(String, (any Sendable)?)]) -> JSONValue {
+        .object(members.compactMap { key, value in value.map { (key, $0) } }.sorted { $0.0 < $1.0 })
+    }
+
+    /// The document.
+    var json: JSONValue { Self.sortedObject(members + [("valid", valid)]) }
 
     /// Prints the document on stdout; 0 when valid, 1 when rejected.
     func write(to io: ToolIO) -> Int32 {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let text = (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{\"valid\": false}"
-        io.standardOutput(text + "\n")
+        io.standardOutput(JSONText.render(json, pretty: true) + "\n")
         return valid ? ExitCode.success : ExitCode.failure
     }
 }

@@ -1,3 +1,5 @@
+import AttestCrypto
+
 /// A strict reader for the request bodies of this API: one JSON object whose values are all
 /// strings (RFC 8259). Duplicate keys, nesting, non-string values, invalid escapes, invalid
 /// UTF-8 and trailing bytes are refused, so no key is ever silently first- or last-wins.
@@ -138,10 +140,9 @@ enum FormBody {
             if byte == UInt8(ascii: "+") {
                 out.append(0x20)
             } else if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.endIndex,
-                    let value = UInt8(String(decoding: bytes[index + 1...index + 2], as: UTF8.self), radix: 16)
+                guard index + 2 < bytes.endIndex, let value = Hex.decode(String(decoding: bytes[index + 1...index + 2], as: UTF8.self))
                 else { return nil }
-                out.append(value)
+                out += value
                 index += 2
             } else {
                 out.append(byte)

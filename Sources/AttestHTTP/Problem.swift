@@ -1,3 +1,4 @@
+import AttestCrypto
 import AttestHTTPServer
 import AttestService
 

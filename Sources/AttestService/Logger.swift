@@ -1,3 +1,4 @@
+import AttestCrypto
 import Foundation
 import Synchronization
 
@@ -119,60 +120,6 @@ package struct Logger: Sendable {
         }
         line += fixedFields
         sink.write(line + "}")
-    }
-}
-
-/// The one JSON writer of attestd: log lines, API bodies and attestctl's `--json` output.
-package enum JSONText {
-    /// A flat object of `members` in the given order (values as `appendValue` writes them).
-    package static func object(_ members: [(String, any Sendable)]) -> String {
-        var text = "{"
-        for (index, (key, value)) in members.enumerated() {
-            if index > 0 { text += "," }
-            appendString(key, to: &text)
-            text += ":"
-            appendValue(value, to: &text)
-        }
-        return text + "}"
-    }
-
-    /// Appends `value` as a JSON string literal.
-    package static func appendString(_ value: String, to out: inout String) {
-        out += "\""
-        // Fast path: nearly every value needs no escaping.
-        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F }) {
-            out += value
-            out += "\""
-            return
-        }
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-    }
-
-    /// Appends a string, integer, floating-point or boolean value; anything else as its description.
-    package static func appendValue(_ value: (any Sendable)?, to out: inout String) {
-        switch value {
-        case let text as String: appendString(text, to: &out)
-        case let number as Int: out += String(number)
-        case let number as Int64: out += String(number)
-        case let number as UInt32: out += String(number)
-        case let number as Double: out += number.isFinite ? String(number) : "null"
-        case let flag as Bool: out += flag ? "true" : "false"
-        case nil: out += "null"
-        case let other?: appendString(String(describing: other), to: &out)
-        }
     }
 }
 

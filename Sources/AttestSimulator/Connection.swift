@@ -1,3 +1,4 @@
+import AttestCrypto
 import Foundation
 
 /// The requests a simulated device makes, in the order of the device flow.
@@ -59,9 +60,7 @@ package struct DeviceRequest: Sendable {
 
     /// A POST of one JSON object of strings.
     package static func json(_ target: String, _ fields: [String: String]) -> DeviceRequest {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let body = (try? encoder.encode(fields)).map { Array($0) } ?? []
+        let body = Array(JSONText.object(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }).utf8)
         return DeviceRequest(method: "POST", target: target, headers: [("Content-Type", "application/json")], body: body)
     }
 }

@@ -100,7 +100,7 @@ extension RecordedCase {
             ("client_data_b64url_as_stored", clientDataB64URLAsStored.flatMap(Self.base64URLBytes)),
             ("client_data_utf8", clientDataUTF8.map { Array($0.utf8) }),
             ("challenge_b64", Self.bytes(challengeB64)),
-            ("challenge_hex", challengeHex.flatMap(Self.hexBytes)),
+            ("challenge_hex", challengeHex.flatMap(Hex.decode)),
             ("challenge_utf8", challengeUTF8.map { Array($0.utf8) }),
         ]
         // Some sources hash the 16 raw bytes of a UUID challenge rather than its text.
@@ -114,18 +114,6 @@ extension RecordedCase {
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
         return bytes(standard)
-    }
-
-    private static func hexBytes(_ text: String) -> [UInt8]? {
-        let digits = Array(text.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(digits.count / 2)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let pair = UInt8(String(decoding: digits[index..<index + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(pair)
-        }
-        return bytes
     }
 }
 

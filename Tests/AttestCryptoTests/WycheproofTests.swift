@@ -38,23 +38,12 @@ enum Wycheproof {
         return parsed.testGroups.flatMap { group in
             group.tests.map { test in
                 WycheproofVector(
-                    file: file, tcId: test.tcId, keyDER: hex(group.publicKeyDer),
-                    digest: group.sha == "SHA-384" ? .sha384 : .sha256, message: hex(test.msg), signature: hex(test.sig),
+                    file: file, tcId: test.tcId, keyDER: Hex.decode(group.publicKeyDer) ?? [],
+                    digest: group.sha == "SHA-384" ? .sha384 : .sha256, message: Hex.decode(test.msg) ?? [], signature: Hex.decode(test.sig) ?? [],
                     // "acceptable" vectors do not occur in these files; the count test pins that.
                     valid: test.result == "valid")
             }
         }
-    }
-
-    private static func hex(_ text: String) -> [UInt8] {
-        var out: [UInt8] = []
-        var index = text.startIndex
-        while index < text.endIndex {
-            let next = text.index(index, offsetBy: 2)
-            out.append(UInt8(text[index..<next], radix: 16) ?? 0)
-            index = next
-        }
-        return out
     }
 }
 

@@ -203,7 +203,7 @@ struct APITests {
         #expect(try client.request("GET", "/v1/authorize", headers: [("Authorization", "bearer \(token)")]).status == 200)
     }
 
-    @Test("of 50 simultaneous attestations with one challenge exactly one succeeds (G3)")
+    @Test("of 50 simultaneous attestations with one challenge exactly one succeeds")
     func parallelChallenge() throws {
         let world = try HTTPWorld()
         let client = try world.client()
@@ -228,7 +228,7 @@ struct APITests {
         #expect(statuses.filter { $0 == 401 }.count == 49)
     }
 
-    @Test("of 50 simultaneous assertions with the same counter exactly one mints a token (A5)")
+    @Test("of 50 simultaneous assertions with the same counter exactly one mints a token")
     func parallelCounter() throws {
         let world = try HTTPWorld()
         let client = try world.client()

@@ -46,7 +46,7 @@ struct TokenServiceTests {
                 == RevocationSummary(changed: false, tokensRevoked: 0, devicesBlocked: 0))
     }
 
-    @Test("consumes a challenge on first presentation, after success and after failure (G1, G2)")
+    @Test("consumes a challenge on first presentation, after success and after failure")
     func challengeSingleUse() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -81,7 +81,7 @@ struct TokenServiceTests {
                 == ServiceError(.invalidChallenge, .challengeUsed, ""))
     }
 
-    @Test("refuses an expired challenge at TTL + 1 s and accepts it at TTL - 1 s (G4)")
+    @Test("refuses an expired challenge at TTL + 1 s and accepts it at TTL - 1 s")
     func challengeExpiry() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -95,7 +95,7 @@ struct TokenServiceTests {
                 == ServiceError(.invalidChallenge, .challengeExpired, ""))
     }
 
-    @Test("refuses a challenge issued to another integration (G5) and one never issued")
+    @Test("refuses a challenge issued to another integration and one never issued")
     func challengeBinding() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -113,7 +113,7 @@ struct TokenServiceTests {
                 == ServiceError(.invalidChallenge, .challengeUnknown, ""))
     }
 
-    @Test("passes the verifier's failed check through and stores nothing (D9)")
+    @Test("passes the verifier's failed check through and stores nothing")
     func rejectionStoresNothing() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -131,7 +131,7 @@ struct TokenServiceTests {
         #expect(try world.store.device(keyID: device.keyID) == nil)
     }
 
-    @Test("refuses a development key on a production-only integration (D12)")
+    @Test("refuses a development key on a production-only integration")
     func environmentPolicy() throws {
         let world = try ServiceWorld(environments: [.production])
         defer { world.remove() }
@@ -141,7 +141,7 @@ struct TokenServiceTests {
                 == ServiceError(.attestationRejected, .check(.environmentNotAllowed), ""))
     }
 
-    @Test("refuses a second attestation of a registered key and leaves the device untouched (D18)")
+    @Test("refuses a second attestation of a registered key and leaves the device untouched")
     func keyAttestsOnce() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -154,7 +154,7 @@ struct TokenServiceTests {
         #expect(try world.store.device(keyID: device.keyID) == before)
     }
 
-    @Test("answers an unknown key ID exactly as a bad signature (A10)")
+    @Test("answers an unknown key ID exactly as a bad signature")
     func unknownKeyLooksLikeBadSignature() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -170,7 +170,7 @@ struct TokenServiceTests {
         #expect(unknown?.reason == badSignature?.reason)
     }
 
-    @Test("refuses a replayed assertion and leaves the counter (A2)")
+    @Test("refuses a replayed assertion and leaves the counter")
     func replayedAssertion() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -210,7 +210,7 @@ struct TokenServiceTests {
         }
     }
 
-    @Test("of 50 concurrent uses of one challenge exactly one succeeds (G3)")
+    @Test("of 50 concurrent uses of one challenge exactly one succeeds")
     func parallelChallenge() async throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -233,7 +233,7 @@ struct TokenServiceTests {
         #expect(successes == 1)
     }
 
-    @Test("of 50 concurrent assertions with the same counter exactly one mints a token (A5)")
+    @Test("of 50 concurrent assertions with the same counter exactly one mints a token")
     func parallelCounter() async throws {
         var policy = ServicePolicy()
         policy.perAddress = .unlimited
@@ -372,7 +372,7 @@ struct TokenServiceTests {
 @Suite("Integration administration")
 struct IntegrationAdminTests {
     @Test(
-        "refuses invalid team IDs, bundle IDs and counts without normalising (E5)",
+        "refuses invalid team IDs, bundle IDs and counts without normalising",
         arguments: [
             ("abcde12345", ["com.example.app"], "team_id"), ("ABCDE12345", ["com.example.app "], "bundle_id"),
             ("ABCDE12345", [], "bundle_id_count"), ("ABCDE12345", (0...32).map { "com.example.app\($0)" }, "bundle_id_count"),
