@@ -39,7 +39,8 @@ enum Wycheproof {
             group.tests.map { test in
                 WycheproofVector(
                     file: file, tcId: test.tcId, keyDER: Hex.decode(group.publicKeyDer) ?? [],
-                    digest: group.sha == "SHA-384" ? .sha384 : .sha256, message: Hex.decode(test.msg) ?? [], signature: Hex.decode(test.sig) ?? [],
+                    digest: group.sha == "SHA-384" ? .sha384 : .sha256, message: Hex.decode(test.msg) ?? [],
+                    signature: Hex.decode(test.sig) ?? [],
                     // "acceptable" vectors do not occur in these files; the count test pins that.
                     valid: test.result == "valid")
             }
