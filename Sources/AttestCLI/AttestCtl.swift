@@ -30,7 +30,7 @@ struct Command: Sendable {
 package struct AttestCtl: Sendable {
     static let commands: [Command] = [
         VerifyCommands.attestation, VerifyCommands.assertion, IntegrationCommands.create, IntegrationCommands.revoke,
-        IntegrationCommands.list, IntegrationCommands.show, SimulateCommand.command,
+        IntegrationCommands.list, IntegrationCommands.show, StoreCommands.migrate, StoreCommands.copy, SimulateCommand.command,
     ]
 
     let io: ToolIO

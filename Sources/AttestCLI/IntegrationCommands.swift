@@ -41,13 +41,16 @@ enum IntegrationCommands {
         path: ["integration", "show"], summary: "Show one integration.", options: [database, json], positionals: ["CLIENT_ID"],
         run: runShow)
 
+    /// Opens the database the command names: it must exist with exactly this attestctl's schema.
+    /// attestctl never creates or migrates a database on its own (only attestd, or `attestctl migrate`):
+    /// a mistyped path is refused, and a new attestctl cannot migrate a live database under an old attestd.
     static func openStore(_ options: ParsedOptions, _ io: ToolIO) -> (any TokenStore)? {
         let value = options.value(database) ?? "attestd.sqlite"
         do {
-            return try TokenStores.open(StoreLocation(value), connections: 1, busyTimeout: .milliseconds(5000), migrateAt: io.now())
+            return try TokenStores.openExisting(StoreLocation(value), busyTimeout: .milliseconds(5000))
         } catch {
             let shown = (try? StoreLocation(value).redacted) ?? value
-            io.standardError("attestctl: cannot open database \(shown): \(error)\n")
+            io.standardError("attestctl: cannot use the database \(shown): \(error.reason)\n")
             return nil
         }
     }

@@ -19,6 +19,30 @@ package struct Migration: Sendable, Hashable {
 }
 
 extension Migration {
+    /// `NNNN_name`, as the file is named.
+    package var fileName: String {
+        let digits = String(id)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits + "_" + name
+    }
+
+    /// Refuses a schema that is not exactly `known`: newer (`migrationUnknown`: upgrade this
+    /// program first) or older (`schemaBehind`: the new attestd migrates it when it starts, or
+    /// `attestctl migrate`). For programs that must not migrate (attestctl).
+    static func requireCurrent(recorded: [Int: String], known migrations: [Migration]) throws(StorageError) {
+        do {
+            try verify(recorded: recorded, known: migrations)
+        } catch {
+            throw .migrationUnknown(error.reason + "; upgrade attestctl to the version of attestd that migrated it")
+        }
+        let missing = migrations.filter { recorded[$0.id] == nil }
+        guard missing.isEmpty else {
+            let names = missing.map(\.fileName).joined(separator: ", ")
+            throw .schemaBehind(
+                "the database lacks migrations \(names) that this attestctl knows: start the new attestd first "
+                    + "(it migrates at start), or run `attestctl migrate`")
+        }
+    }
+
     /// Refuses a database that records a migration `known` lacks (a newer binary wrote it) or
     /// records a known id under another name. `recorded` maps id to name.
     static func verify(recorded: [Int: String], known migrations: [Migration]) throws(StorageError) {

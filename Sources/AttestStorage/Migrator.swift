@@ -51,6 +51,13 @@ package struct Migrator: Sendable {
         return applied
     }
 
+    /// Refuses a database whose schema is not exactly this binary's (newer or older), without
+    /// changing anything: for attestctl, which never migrates on its own.
+    package func requireCurrent(_ database: SQLiteDatabase) throws(StorageError) {
+        let recorded = try bookkeepingExists(database) ? try records(database) : [:]
+        try Migration.requireCurrent(recorded: recorded, known: migrations)
+    }
+
     /// The ids recorded in `schema_migrations`, ascending (empty for a fresh database).
     package func appliedMigrationIDs(_ database: SQLiteDatabase) throws(StorageError) -> [Int] {
         guard try bookkeepingExists(database) else { return [] }

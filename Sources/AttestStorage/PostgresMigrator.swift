@@ -38,6 +38,11 @@ package struct PostgresMigrator: Sendable {
         }
     }
 
+    /// Refuses a database whose schema is not exactly this binary's, without changing anything.
+    package func requireCurrent(_ connection: PostgresConnection) throws(StorageError) {
+        try Migration.requireCurrent(recorded: try records(connection), known: migrations)
+    }
+
     /// The ids recorded in `schema_migrations`, ascending (empty for a fresh database).
     package func appliedMigrationIDs(_ connection: PostgresConnection) throws(StorageError) -> [Int] {
         try records(connection).keys.sorted()

@@ -19,14 +19,24 @@ package final class PostgresTokenStore: TokenStore {
     /// migrated the database: the caller must refuse to start.
     package init(settings: PostgresSettings, migrateAt time: Int64) throws(StorageError) {
         pool = PostgresPool(settings: settings)
-        try pool.withConnection { connection throws(StorageError) in
-            _ = try PostgresMigrator().migrate(connection, at: time)
-        }
+        try migrate(at: time)
     }
 
-    /// Opens the store without migrating (attestctl): throws `migrationUnknown` when the schema
-    /// is not exactly the one this binary knows.
-    package init(settings: PostgresSettings) throws(StorageError) {
+    /// Applies the migrations the database lacks, under the advisory lock.
+    @discardableResult
+    package func migrate(at time: Int64) throws(StorageError) -> [Migration] {
+        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator().migrate(connection, at: time) }
+    }
+
+    /// Opens the store without migrating (attestctl): `schemaBehind` or `migrationUnknown` when
+    /// the schema is not exactly this binary's; `unavailable` when the server does not answer.
+    package init(existing settings: PostgresSettings) throws(StorageError) {
+        pool = PostgresPool(settings: settings)
+        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator().requireCurrent(connection) }
+    }
+
+    /// Makes the store without connecting: the first call connects (tests of an unreachable server).
+    package init(unconnected settings: PostgresSettings) {
         pool = PostgresPool(settings: settings)
     }
 

@@ -18,14 +18,15 @@ package final class SQLiteDatabase {
     /// Statements prepared once per connection and reused (`cachedStatement`).
     private var statementCache: [String: SQLiteStatement] = [:]
 
-    /// Opens (creating if needed) the database file at `path` and configures the connection.
+    /// Opens the database file at `path` (creating it when `create`) and configures the connection.
     ///
-    /// Throws `corrupt` when the file is not a database, `io` when it cannot be opened, and
-    /// `busy` when another connection holds a lock past `busyTimeout` while WAL is switched on.
-    package init(path: String, busyTimeout: Duration = SQLiteDatabase.defaultBusyTimeout) throws(StorageError) {
+    /// Throws `corrupt` when the file is not a database, `io` when it cannot be opened (or does
+    /// not exist and `create` is false), and `busy` when another connection holds a lock past
+    /// `busyTimeout` while WAL is switched on.
+    package init(path: String, busyTimeout: Duration = SQLiteDatabase.defaultBusyTimeout, create: Bool = true) throws(StorageError) {
         var connection: OpaquePointer?
         // EXRESCODE: failures report extended codes (e.g. SQLITE_CONSTRAINT_UNIQUE) from the start.
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_EXRESCODE
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_EXRESCODE
         let result = sqlite3_open_v2(path, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
             let error = StorageError.sqlite(result, "open", connection: connection)

@@ -42,6 +42,25 @@ package final class SQLiteTokenStore: TokenStore {
         self.readers = readers
     }
 
+    /// Opens an existing database without creating or migrating it (attestctl): `missing` when
+    /// there is no file at `path`, `schemaBehind` or `migrationUnknown` when its schema is not
+    /// exactly this binary's.
+    package init(existingAt path: String, readerCount: Int = 1, busyTimeout: Duration = .milliseconds(5000)) throws(StorageError) {
+        self.path = path
+        guard FileSize.exists(path) else {
+            throw .missing("there is no database at \(path); attestd creates it when it first starts (check --db or ATTESTD_DB)")
+        }
+        let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)
+        try database.quickCheck()
+        try Migrator().requireCurrent(database)
+        writer = Connection(database)
+        var readers: [Connection] = []
+        for _ in 0..<max(1, readerCount) {
+            readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)))
+        }
+        self.readers = readers
+    }
+
     // MARK: Plumbing
 
     /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.

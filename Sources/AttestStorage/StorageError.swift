@@ -27,6 +27,11 @@ package struct StorageError: Error, Sendable, Hashable, CustomStringConvertible 
         case migrationUnknown = "migration_unknown"
         /// A migration's SQL failed; nothing of it was kept.
         case migrationFailed = "migration_failed"
+        /// There is no database where one was expected (attestctl never creates one).
+        case missing
+        /// The database's schema is older than this binary's: the newer attestd (or `attestctl
+        /// migrate`) has to migrate it first.
+        case schemaBehind = "schema_behind"
         /// The target of a copy already holds data.
         case notEmpty = "not_empty"
         /// A concurrent transaction conflicted (PostgreSQL deadlock or serialization failure). The
@@ -98,6 +103,14 @@ extension StorageError {
     /// A `migrationUnknown` error.
     package static func migrationUnknown(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
         StorageError(.migrationUnknown, reason, file: file, line: line)
+    }
+    /// A `missing` error.
+    package static func missing(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
+        StorageError(.missing, reason, file: file, line: line)
+    }
+    /// A `schemaBehind` error.
+    package static func schemaBehind(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
+        StorageError(.schemaBehind, reason, file: file, line: line)
     }
     /// A `notEmpty` error.
     package static func notEmpty(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {

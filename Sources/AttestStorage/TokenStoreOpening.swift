@@ -14,4 +14,39 @@ package enum TokenStores {
             return try PostgresTokenStore(settings: settings, migrateAt: time)
         }
     }
+
+    /// Opens an existing store whose schema is exactly this binary's, creating and migrating
+    /// nothing (attestctl): `missing`, `schemaBehind` or `migrationUnknown` otherwise.
+    package static func openExisting(_ location: StoreLocation, busyTimeout: Duration) throws(StorageError) -> any TokenStore {
+        switch location {
+        case .sqlite(let path):
+            return try SQLiteTokenStore(existingAt: path, busyTimeout: busyTimeout)
+        case .postgresql(var settings):
+            settings.poolSize = 1
+            return try PostgresTokenStore(existing: settings)
+        }
+    }
+
+    /// Applies the migrations this binary knows (`attestctl migrate`, and the target of
+    /// `attestctl store copy`); creates a SQLite file only when `create`. Returns the store and
+    /// the migrations applied by this call.
+    package static func migrate(
+        _ location: StoreLocation, create: Bool, busyTimeout: Duration, at time: Int64
+    ) throws(StorageError) -> (store: any TokenStore, applied: [Migration]) {
+        switch location {
+        case .sqlite(let path):
+            guard create || FileSize.exists(path) else {
+                throw .missing("there is no database at \(path); attestd creates it when it first starts (check --db or ATTESTD_DB)")
+            }
+            let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: create)
+            try database.quickCheck()
+            let applied = try Migrator().migrate(database, at: time)
+            return (try SQLiteTokenStore(existingAt: path, busyTimeout: busyTimeout), applied)
+        case .postgresql(var settings):
+            settings.poolSize = 1
+            let store = PostgresTokenStore(unconnected: settings)
+            let applied = try store.migrate(at: time)
+            return (store, applied)
+        }
+    }
 }

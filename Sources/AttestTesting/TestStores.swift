@@ -72,6 +72,14 @@ package final class TestStoreLocation: Sendable {
         }
     }
 
+    /// The password in a PostgreSQL URI, to check that no output shows it.
+    package var password: String? {
+        guard case .postgresql(let settings) = location, let start = settings.uri.firstRange(of: "://") else { return nil }
+        let authority = settings.uri[start.upperBound...].prefix { $0 != "/" }
+        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return nil }
+        return String(authority[authority.index(after: colon)..<at])
+    }
+
     /// Opens (and migrates) a store on this location, as attestd does.
     package func open(at time: Int64, connections: Int = 4) throws -> any TokenStore {
         try TokenStores.open(location, connections: connections, busyTimeout: .milliseconds(2000), migrateAt: time)

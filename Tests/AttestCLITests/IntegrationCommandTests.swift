@@ -14,6 +14,8 @@ struct IntegrationCommandTests {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestctl-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         database = directory.appendingPathComponent("attestd.sqlite").path
+        // attestd creates and migrates the database when it first starts; attestctl never does.
+        _ = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
     }
 
     func create(_ console: Console, extra: [String] = []) -> Int32 {
@@ -102,5 +104,58 @@ struct IntegrationCommandTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         #expect(try serverStore.integration(clientID: clientID)?.status == .revoked)
+    }
+
+    @Test("refuses a path with no database, for every command, and leaves no file behind")
+    func missingDatabase() throws {
+        let typo = directory.appendingPathComponent("atestd.sqlite").path
+        for arguments in [
+            ["integration", "list", "--db", typo], ["integration", "show", "clid_x", "--db", typo],
+            ["integration", "revoke", "clid_x", "--yes", "--db", typo],
+            ["integration", "create", "--db", typo, "--workspace", "w", "--name", "n", "--team-id", "ABCDE12345", "--bundle-id", "a.b"],
+            ["migrate", "--db", typo],
+        ] {
+            let console = Console()
+            #expect(console.run(arguments) == 1, "\(arguments)")
+            #expect(console.err.withLock { $0.contains("attestd creates it when it first starts") }, "\(arguments)")
+            #expect(!FileManager.default.fileExists(atPath: typo), "\(arguments) left a file")
+        }
+    }
+
+    @Test("refuses a schema older than its own (start the new attestd first) and newer (upgrade attestctl first), changing nothing")
+    func schemaVersions() throws {
+        let older = directory.appendingPathComponent("older.sqlite").path
+        do {
+            let database = try SQLiteDatabase(path: older)
+            try Migrator(migrations: []).migrate(database, at: 0)
+        }
+        let behind = Console()
+        #expect(behind.run(["integration", "list", "--db", older]) == 1)
+        #expect(behind.err.withLock { $0.contains("start the new attestd first") })
+        #expect(try Migrator().appliedMigrationIDs(SQLiteDatabase(path: older)) == [])
+
+        let database = try SQLiteDatabase(path: self.database)
+        try database.immediateTransaction {
+            try database.execute("INSERT INTO schema_migrations (id, name, applied_at) VALUES (999, 'future', 0)")
+        }
+        let ahead = Console()
+        #expect(ahead.run(["integration", "list", "--db", self.database]) == 1)
+        #expect(ahead.err.withLock { $0.contains("upgrade attestctl") })
+    }
+
+    @Test("migrate applies what an older database lacks, then reports it up to date")
+    func migrateCommand() throws {
+        let older = directory.appendingPathComponent("older.sqlite").path
+        do {
+            let database = try SQLiteDatabase(path: older)
+            try Migrator(migrations: []).migrate(database, at: 0)
+        }
+        let first = Console()
+        #expect(first.run(["migrate", "--db", older]) == 0)
+        #expect(first.out.withLock { $0.contains("applied 0001_initial") })
+        let second = Console()
+        #expect(second.run(["migrate", "--db", older]) == 0)
+        #expect(second.out.withLock { $0.contains("up to date") })
+        #expect(Console().run(["integration", "list", "--db", older]) == 0)
     }
 }

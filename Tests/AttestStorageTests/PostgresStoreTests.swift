@@ -43,7 +43,7 @@ struct PostgresStoreTests {
         }
         #expect(failures.withLock { $0 }.isEmpty)
         guard case .postgresql(let settings) = location.location else { return }
-        let store = try PostgresTokenStore(settings: settings)
+        let store = try PostgresTokenStore(existing: settings)
         #expect(try store.appliedMigrationIDs() == EmbeddedMigrations.postgresql.map(\.id))
     }
 
@@ -62,7 +62,7 @@ struct PostgresStoreTests {
         let port = try Self.closedPort()
         let settings = PostgresSettings(uri: "postgresql://attestd:\(password)@127.0.0.1:\(port)/attestd", connectTimeoutSeconds: 2)
         let started = ContinuousClock.now
-        let store = try PostgresTokenStore(settings: settings)
+        let store = PostgresTokenStore(unconnected: settings)
         do {
             try store.checkAvailable()
             Issue.record("an unreachable server answered")

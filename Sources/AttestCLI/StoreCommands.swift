@@ -1,0 +1,77 @@
+import AttestCrypto
+import AttestOptions
+import AttestStorage
+import Foundation
+
+/// `attestctl migrate` and `attestctl store copy`: the only commands that change a schema.
+enum StoreCommands {
+    static let from = OptionSpec("from", value: "PATH|URI", help: "the database to copy from (a SQLite file, typically)", required: true)
+    static let to = OptionSpec(
+        "to", value: "URI|PATH", help: "the empty database to copy into (a postgresql:// URI, typically)", required: true)
+
+    static let migrate = Command(
+        path: ["migrate"],
+        summary: "Apply this attestctl's migrations to an existing database (attestd also does it when it starts).",
+        options: [IntegrationCommands.database, IntegrationCommands.json],
+        run: runMigrate)
+
+    static let copy = Command(
+        path: ["store", "copy"],
+        summary: "Copy integrations (revoked ones too), devices and unexpired tokens into an empty database, in one transaction.",
+        options: [from, to, IntegrationCommands.json],
+        run: runCopy)
+
+    static func location(_ value: String, _ option: String) throws(UsageError) -> StoreLocation {
+        guard let location = try? StoreLocation(value) else {
+            throw UsageError(message: "--\(option) needs a file path or a postgresql:// URI")
+        }
+        return location
+    }
+
+    static func runMigrate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let target = try location(options.value(IntegrationCommands.database) ?? "attestd.sqlite", "db")
+        do {
+            let (_, applied) = try TokenStores.migrate(target, create: false, busyTimeout: .milliseconds(5000), at: io.now())
+            if options.flag(IntegrationCommands.json) {
+                io.standardOutput(JSONText.render(.object([("applied", applied.map(\.fileName))]), pretty: true) + "\n")
+            } else {
+                io.standardOutput(
+                    applied.isEmpty ? "\(target.redacted) is up to date\n" : applied.map { "applied \($0.fileName)\n" }.joined())
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl migrate: \(target.redacted): \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
+    static func runCopy(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let source = try location(options.required(from), "from")
+        let target = try location(options.required(to), "to")
+        guard source != target else { throw UsageError(message: "--from and --to name the same database") }
+        do {
+            let origin = try TokenStores.openExisting(source, busyTimeout: .milliseconds(5000))
+            let snapshot = try origin.snapshot(at: io.now())
+            // The target gets its schema here: copying into an empty database is how it is set up.
+            let (destination, _) = try TokenStores.migrate(target, create: true, busyTimeout: .milliseconds(5000), at: io.now())
+            try destination.restore(snapshot)
+            let revoked = snapshot.integrations.filter { $0.status == .revoked }.count
+            if options.flag(IntegrationCommands.json) {
+                io.standardOutput(
+                    JSONText.render(
+                        .object([
+                            ("devices", snapshot.devices.count), ("from", source.redacted), ("integrations", snapshot.integrations.count),
+                            ("revoked_integrations", revoked), ("to", target.redacted), ("tokens", snapshot.tokens.count),
+                        ]), pretty: true) + "\n")
+            } else {
+                io.standardOutput(
+                    "copied \(snapshot.integrations.count) integrations (\(revoked) revoked), \(snapshot.devices.count) devices "
+                        + "and \(snapshot.tokens.count) unexpired tokens from \(source.redacted) to \(target.redacted)\n")
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl store copy: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+}
