@@ -64,7 +64,7 @@ let package = Package(
 
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore"], swiftSettings: strict),
         .executableTarget(
-            name: "attest-load", dependencies: ["AttestCore", "AttestSimulator", "AttestOptions"], swiftSettings: strict),
+            name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestSimulator", "AttestOptions"], swiftSettings: strict),
 
         .testTarget(
             name: "AttestCryptoTests", dependencies: ["AttestCrypto", "AttestTesting"], swiftSettings: strict),

@@ -107,13 +107,19 @@ package struct DeviceFlow: Sendable {
             log.record(.refresh, .simulator("cannot make the assertion: \(error)"))
             return nil
         }
-        let request = DeviceRequest.json(
+        return connection.perform(
+            .refresh, refreshRequest(device, assertion: assertion, answering: issued), log: &log, as: TokenAnswer.self)?
+            .accessToken
+    }
+
+    /// The POST /v1/token request carrying `assertion` over `issued`.
+    package func refreshRequest(_ device: SyntheticDevice, assertion: [UInt8], answering issued: IssuedChallenge) -> DeviceRequest {
+        .json(
             "/v1/token",
             [
                 "client_id": clientID, "key_id": Base64Text.encode(device.keyID), "assertion": Base64Text.encode(assertion),
                 "challenge": issued.text,
             ])
-        return connection.perform(.refresh, request, log: &log, as: TokenAnswer.self)?.accessToken
     }
 
     /// GET /v1/authorize with the token; whether it was accepted.

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import AttestOptions
 import AttestSimulator
 import Foundation
@@ -16,6 +17,10 @@ import Synchronization
 //                               starts, so the timed phase is only POST /v1/attest; each object
 //                               costs the client a P-384 signature that is not the server's work)
 //   attest-load refresh   ...   (timed loop per device: POST /v1/challenge, sign, POST /v1/token)
+//   attest-load race-challenge --port P1,P2,P3 ... --connections N
+//       one challenge, N devices attesting with it at once, spread over the nodes (one may win)
+//   attest-load race-counter   --port P1,P2,P3 ... --connections N
+//       one device, N assertions with the same counter over N fresh challenges (one may win)
 //
 // Prints `requests_per_second`, `operations_per_second`, `p50_ms`, `p99_ms`, `errors`.
 
@@ -23,9 +28,12 @@ import Synchronization
 struct LoadPlan {
     enum Mode: String, CaseIterable {
         case token, challenge, attest, refresh
+        case raceChallenge = "race-challenge"
+        case raceCounter = "race-counter"
     }
 
-    static let port = OptionSpec("port", value: "P", help: "attestd's port on 127.0.0.1", required: true)
+    static let port = OptionSpec(
+        "port", value: "P[,P...]", help: "attestd's port on 127.0.0.1 (race modes: several nodes' ports)", required: true)
     static let clientID = OptionSpec("client-id", value: "ID", help: "client ID of an integration for the app", required: true)
     static let appID = OptionSpec("app-id", value: "T.B", help: "App ID the devices claim (TEAMID.BUNDLEID)", required: true)
     static let state = OptionSpec(
@@ -47,6 +55,8 @@ struct LoadPlan {
 
     let mode: Mode
     let port: UInt16
+    /// Every port given (race modes spread their requests over them).
+    let ports: [UInt16]
     let clientID: String
     let appID: AppID
     let state: String
@@ -59,8 +69,10 @@ struct LoadPlan {
             throw UsageError(message: "unknown mode '\(parsed.positionals[0])'")
         }
         self.mode = mode
-        guard let port = UInt16(parsed.required(Self.port)), port > 0 else { throw UsageError(message: "--port takes 1 to 65535") }
-        self.port = port
+        let ports = parsed.required(Self.port).split(separator: ",").map { UInt16($0) ?? 0 }
+        guard !ports.isEmpty, !ports.contains(0) else { throw UsageError(message: "--port takes 1 to 65535 (or a comma-separated list)") }
+        self.ports = ports
+        port = ports[0]
         clientID = parsed.required(Self.clientID)
         do {
             appID = try AppID(parsed.required(Self.appID))
@@ -160,6 +172,12 @@ do {
             _ = try answered(token, log)
             return 2
         }.report(mode: plan.mode.rawValue, connections: connections)
+    case .raceChallenge, .raceCounter:
+        let tally =
+            plan.mode == .raceChallenge
+            ? try Race.challenge(flow: flow, ports: plan.ports, count: connections)
+            : try Race.counter(flow: flow, ports: plan.ports, count: connections)
+        print(JSONText.render(.object(tally.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })))
     }
 } catch {
     fail("\(error)")

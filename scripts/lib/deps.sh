@@ -29,3 +29,23 @@ attestd_require_swift() {
         exit 1
     fi
 }
+
+# Installs packages that ship a service (nginx, postgresql, prometheus) without letting their
+# postinst start it: the checks run their own instances on loopback ports.
+attestd_ensure_service_packages() {
+    local missing=()
+    local package
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        local status=0
+        attestd_ensure_packages "${missing[@]}" || status=$?
+        rm -f /usr/sbin/policy-rc.d
+        return $status
+    fi
+    attestd_ensure_packages "${missing[@]}"
+}

@@ -20,16 +20,7 @@ attestd_postgres_bin() {
 }
 
 attestd_ensure_postgres() {
-    attestd_postgres_bin >/dev/null && return 0
-    if [ "$(id -u)" -eq 0 ] && [ ! -e /usr/sbin/policy-rc.d ]; then
-        # Keep the package's postinst from starting a system cluster on port 5432.
-        printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-        chmod 755 /usr/sbin/policy-rc.d
-        attestd_ensure_packages postgresql
-        rm -f /usr/sbin/policy-rc.d
-    else
-        attestd_ensure_packages postgresql
-    fi
+    attestd_postgres_bin >/dev/null || attestd_ensure_service_packages postgresql
 }
 
 # Runs a command as the cluster's owner.
