@@ -1,3 +1,4 @@
+import AttestStorage
 import Synchronization
 
 /// A rate: `perSecond` sustained, `burst` at once. Zero `perSecond` disables the limit.
@@ -15,14 +16,25 @@ package struct RateLimit: Sendable, Hashable {
     package static let unlimited = RateLimit(perSecond: 0, burst: 0)
 }
 
-/// What a token bucket counts.
+/// What a node's own token bucket counts (each node of a deployment has its own).
 package enum RateLimitKey: Sendable, Hashable {
     /// Challenges issued for an integration.
     case challenges(clientID: String)
-    /// New keys attested for an integration.
-    case attestations(clientID: String)
     /// Challenges and attestations from one client address.
     case address(String)
+}
+
+/// What a bucket shared by every node (kept in the store) counts.
+package enum SharedRateLimitKey: Sendable, Hashable {
+    /// New keys attested for an integration: Apple's ~100 per second per app holds for the deployment.
+    case attestations(clientID: String)
+
+    /// The bucket's name in the store.
+    var bucket: String {
+        switch self {
+        case .attestations(let clientID): "attestations/" + clientID
+        }
+    }
 }
 
 /// Token buckets, refilled from the injected clock.
@@ -33,14 +45,9 @@ package enum RateLimitKey: Sendable, Hashable {
 /// integration's limit; their number is bounded by the integrations that exist, because only
 /// an existing integration's client ID reaches the limiter.
 package final class RateLimiter: Sendable {
-    private struct Bucket {
-        var tokens: Double
-        var updatedAt: Double
-    }
-
     private struct Tables {
-        var integrations: [RateLimitKey: Bucket] = [:]
-        var addresses: [RateLimitKey: Bucket] = [:]
+        var integrations: [RateLimitKey: TokenBucket] = [:]
+        var addresses: [RateLimitKey: TokenBucket] = [:]
     }
 
     private let tables = Mutex(Tables())
@@ -66,20 +73,14 @@ package final class RateLimiter: Sendable {
     /// How many address buckets are held (for tests of the bound).
     package var addressBucketCount: Int { tables.withLock { $0.addresses.count } }
 
-    private func evictOldestAddresses(_ table: inout [RateLimitKey: Bucket]) {
+    private func evictOldestAddresses(_ table: inout [RateLimitKey: TokenBucket]) {
         let cutoff = table.values.map(\.updatedAt).sorted()[table.count / 2]
         table = table.filter { $0.value.updatedAt > cutoff }
     }
 
-    private static func take(_ table: inout [RateLimitKey: Bucket], _ key: RateLimitKey, _ limit: RateLimit, _ now: Double) -> Int? {
-        var bucket = table[key] ?? Bucket(tokens: limit.burst, updatedAt: now)
-        bucket.tokens = min(limit.burst, bucket.tokens + max(0, now - bucket.updatedAt) * limit.perSecond)
-        bucket.updatedAt = now
+    private static func take(_ table: inout [RateLimitKey: TokenBucket], _ key: RateLimitKey, _ limit: RateLimit, _ now: Double) -> Int? {
+        var bucket = table[key] ?? TokenBucket(tokens: limit.burst, updatedAt: now)
         defer { table[key] = bucket }
-        guard bucket.tokens >= 1 else {
-            return max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
-        }
-        bucket.tokens -= 1
-        return nil
+        return bucket.take(perSecond: limit.perSecond, burst: limit.burst, now: now)
     }
 }

@@ -95,7 +95,7 @@ package final class TokenService: Sendable {
             let integration = try activeIntegration(request.clientID)
             try limit(.address(address), policy.perAddress, now: now)
             let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
-            try limit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
+            try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
             let appIDs = try Self.appIDs(integration)
             let verified: VerifiedAttestation
             do throws(AttestError) {
@@ -237,6 +237,15 @@ package final class TokenService: Sendable {
 
     private func limit(_ key: RateLimitKey, _ rate: RateLimit, now: Int64) throws(ServiceError) {
         if let wait = limiter.take(key, limit: rate, now: Double(now)) { throw ServiceError.rateLimited(retryAfter: wait) }
+    }
+
+    /// A limit every node of the deployment shares: its bucket lives in the store.
+    private func sharedLimit(_ key: SharedRateLimitKey, _ rate: RateLimit, now: Int64) throws(ServiceError) {
+        guard rate.perSecond > 0 else { return }
+        let wait = try stored { () throws(StorageError) in
+            try store.takeSharedToken(bucket: key.bucket, perSecond: rate.perSecond, burst: rate.burst, at: Double(now))
+        }
+        if let wait { throw ServiceError.rateLimited(retryAfter: wait) }
     }
 
     private func mint(for integration: IntegrationRecord, keyID: KeyID, now: Int64) throws(ServiceError) -> (IssuedToken, TokenRecord) {

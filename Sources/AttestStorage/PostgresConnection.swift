@@ -4,6 +4,8 @@ internal import CLibPQ
 package enum PostgresValue: Sendable, Hashable {
     /// Sent as decimal text; the server converts it to the column's integer type.
     case integer(Int64)
+    /// Sent as decimal text; the server converts it to `DOUBLE PRECISION`.
+    case double(Double)
     /// UTF-8 text.
     case text(String)
     /// Raw bytes for a `BYTEA` parameter, sent in binary format.
@@ -27,6 +29,12 @@ package struct PostgresRows: Sendable {
     package func int64(_ row: Int, _ column: Int) -> Int64 {
         guard let bytes = cells[row][column], bytes.count == 8 else { return 0 }
         return bytes.reduce(Int64(0)) { ($0 << 8) | Int64($1) }
+    }
+
+    /// A `DOUBLE PRECISION` column (8 bytes IEEE 754, network order); 0 for NULL or another width.
+    package func double(_ row: Int, _ column: Int) -> Double {
+        guard let bytes = cells[row][column], bytes.count == 8 else { return 0 }
+        return Double(bitPattern: bytes.reduce(UInt64(0)) { ($0 << 8) | UInt64($1) })
     }
 
     /// A `TEXT` column; nil for NULL.
@@ -99,6 +107,7 @@ package final class PostgresConnection {
         for argument in arguments {
             switch argument {
             case .integer(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
+            case .double(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
             case .text(let value): buffers.append(Array(value.utf8) + [0]); formats.append(0)
             case .bytes(let value): buffers.append(value); formats.append(1)
             case .null: buffers.append(nil); formats.append(0)

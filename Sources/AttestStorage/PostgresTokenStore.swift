@@ -137,6 +137,22 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
+    package func takeSharedToken(bucket: String, perSecond: Double, burst: Double, at now: Double) throws(StorageError) -> Int? {
+        try transaction { connection throws(StorageError) -> Int? in
+            // The row exists before it is locked, so two nodes' first takes serialise on it too.
+            try connection.query(
+                "INSERT INTO rate_buckets (bucket, tokens, updated_at) VALUES ($1, $2, $3) ON CONFLICT (bucket) DO NOTHING",
+                [.text(bucket), .double(burst), .double(now)])
+            let rows = try connection.query("SELECT tokens, updated_at FROM rate_buckets WHERE bucket = $1 FOR UPDATE", [.text(bucket)])
+            var state = TokenBucket(tokens: rows.double(0, 0), updatedAt: rows.double(0, 1))
+            let wait = state.take(perSecond: perSecond, burst: burst, now: now)
+            try connection.query(
+                "UPDATE rate_buckets SET tokens = $2, updated_at = $3 WHERE bucket = $1",
+                [.text(bucket), .double(state.tokens), .double(state.updatedAt)])
+            return wait
+        }
+    }
+
     /// Checks that the server answers (`/readyz`).
     package func checkAvailable() throws(StorageError) {
         try read { connection throws(StorageError) in _ = try connection.query("SELECT 1") }
@@ -379,6 +395,8 @@ package final class PostgresTokenStore: TokenStore {
         try transaction { connection throws(StorageError) -> Int in
             let tokens = try connection.query("DELETE FROM tokens WHERE expires_at <= $1", [.integer(time)]).changed
             let challenges = try connection.query("DELETE FROM challenges WHERE expires_at <= $1", [.integer(time)]).changed
+            // A bucket untouched for a day is full again: forgetting it changes nothing.
+            try connection.query("DELETE FROM rate_buckets WHERE updated_at < $1", [.double(Double(time) - 86_400)])
             return tokens + challenges
         }
     }

@@ -339,7 +339,10 @@ package final class SQLiteTokenStore: TokenStore {
             try Self.run(database, "DELETE FROM tokens WHERE expires_at <= ?", [.integer(time)])
             let tokens = database.changes
             try Self.run(database, "DELETE FROM challenges WHERE expires_at <= ?", [.integer(time)])
-            return tokens + database.changes
+            let challenges = database.changes
+            // A bucket untouched for a day is full again: forgetting it changes nothing.
+            try Self.run(database, "DELETE FROM rate_buckets WHERE updated_at < ?", [.real(Double(time) - 86_400)])
+            return tokens + challenges
         }
     }
 
@@ -371,6 +374,21 @@ package final class SQLiteTokenStore: TokenStore {
             for integration in snapshot.integrations { try Self.insert(integration, into: database) }
             for device in snapshot.devices { try Self.insert(device, into: database) }
             for token in snapshot.tokens { try Self.insert(token, into: database) }
+        }
+    }
+
+    package func takeSharedToken(bucket: String, perSecond: Double, burst: Double, at now: Double) throws(StorageError) -> Int? {
+        // Not durable: a bucket forgotten in a power cut only forgives.
+        try write(durable: false) { database throws(StorageError) -> Int? in
+            let found = try Self.rows(database, "SELECT tokens, updated_at FROM rate_buckets WHERE bucket = ?", [.text(bucket)]) {
+                TokenBucket(tokens: $0.double(at: 0), updatedAt: $0.double(at: 1))
+            }
+            var state = found.first ?? TokenBucket(tokens: burst, updatedAt: now)
+            let wait = state.take(perSecond: perSecond, burst: burst, now: now)
+            try Self.run(
+                database, "INSERT OR REPLACE INTO rate_buckets (bucket, tokens, updated_at) VALUES (?, ?, ?)",
+                [.text(bucket), .real(state.tokens), .real(state.updatedAt)])
+            return wait
         }
     }
 

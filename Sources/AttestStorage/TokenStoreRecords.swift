@@ -229,6 +229,9 @@ package protocol TokenStore: Sendable {
     /// Writes `snapshot` into this store in one transaction; `notEmpty` (and nothing written)
     /// when the store holds any integration already.
     func restore(_ snapshot: StoreSnapshot) throws(StorageError)
+    /// Takes one token from the bucket every node shares under `bucket` (refilled at `perSecond`
+    /// up to `burst`, in one transaction): nil when taken, or the seconds to wait.
+    func takeSharedToken(bucket: String, perSecond: Double, burst: Double, at now: Double) throws(StorageError) -> Int?
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)

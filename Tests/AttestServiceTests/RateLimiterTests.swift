@@ -19,7 +19,6 @@ struct RateLimiterTests {
         let limiter = RateLimiter()
         let limit = RateLimit(perSecond: 1, burst: 1)
         #expect(limiter.take(.challenges(clientID: "clid_x"), limit: limit, now: 0) == nil)
-        #expect(limiter.take(.attestations(clientID: "clid_x"), limit: limit, now: 0) == nil)
         #expect(limiter.take(.address("clid_x"), limit: limit, now: 0) == nil)
         #expect(limiter.take(.challenges(clientID: "clid_x"), limit: limit, now: 0) != nil)
     }
@@ -28,10 +27,10 @@ struct RateLimiterTests {
     func addressSprayKeepsIntegrationLimits() {
         let limiter = RateLimiter(maximumAddresses: 100)
         let limit = RateLimit(perSecond: 1, burst: 2)
-        #expect(limiter.take(.attestations(clientID: "clid_x"), limit: limit, now: 0) == nil)
-        #expect(limiter.take(.attestations(clientID: "clid_x"), limit: limit, now: 0) == nil)
+        #expect(limiter.take(.challenges(clientID: "clid_x"), limit: limit, now: 0) == nil)
+        #expect(limiter.take(.challenges(clientID: "clid_x"), limit: limit, now: 0) == nil)
         for index in 0..<1_000 { _ = limiter.take(.address("10.0.\(index / 256).\(index % 256)"), limit: limit, now: Double(index) / 1e6) }
         #expect(limiter.addressBucketCount <= 100)
-        #expect(limiter.take(.attestations(clientID: "clid_x"), limit: limit, now: 0.001) != nil)
+        #expect(limiter.take(.challenges(clientID: "clid_x"), limit: limit, now: 0.001) != nil)
     }
 }

@@ -341,6 +341,34 @@ struct TokenStoreContractTests {
         #expect(throws: StorageError(.notEmpty, "")) { try world.store.restore(other) }
         #expect(try world.store.snapshot(at: Self.time) == before)
     }
+
+    // MARK: Shared rate limits
+
+    @Test("a shared bucket holds across nodes: burst, then a wait, then refills at its rate", arguments: StoreBackend.available)
+    func sharedBucket(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let other = try world.otherNode()
+        let now = Double(Self.time)
+        #expect(try world.store.takeSharedToken(bucket: "b", perSecond: 1, burst: 2, at: now) == nil)
+        #expect(try other.takeSharedToken(bucket: "b", perSecond: 1, burst: 2, at: now) == nil)
+        #expect(try world.store.takeSharedToken(bucket: "b", perSecond: 1, burst: 2, at: now) == 1)
+        #expect(try other.takeSharedToken(bucket: "b", perSecond: 1, burst: 2, at: now) == 1)
+        #expect(try other.takeSharedToken(bucket: "c", perSecond: 1, burst: 2, at: now) == nil)
+        #expect(try world.store.takeSharedToken(bucket: "b", perSecond: 1, burst: 2, at: now + 1) == nil)
+    }
+
+    @Test("racing nodes cannot take more from a shared bucket than its burst", arguments: StoreBackend.available)
+    func sharedBucketRace(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let nodes = [world.store, try world.otherNode(), try world.otherNode()]
+        let taken = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 30) { index in
+            if (try? nodes[index % 3].takeSharedToken(bucket: "race", perSecond: 0.001, burst: 10, at: Double(Self.time))) == .some(nil) {
+                taken.withLock { $0 += 1 }
+            }
+        }
+        #expect(taken.withLock { $0 } == 10)
+    }
 }
 
 extension StoreStatistics {
