@@ -24,9 +24,10 @@ struct LoadResult {
 
 enum ClosedLoop {
     /// Runs `body(connection, thread)` on `connections` threads, each with its own keep-alive
-    /// connection to 127.0.0.1:`port`, until `seconds` pass; each call returns how many requests it made.
+    /// connection to 127.0.0.1, thread i to `ports[i mod n]` (several nodes share the load),
+    /// until `seconds` pass; each call returns how many requests it made.
     static func run(
-        connections: Int, seconds: Double, port: UInt16, _ body: @escaping @Sendable (inout Connection, Int) throws -> Int
+        connections: Int, seconds: Double, ports: [UInt16], _ body: @escaping @Sendable (inout Connection, Int) throws -> Int
     ) -> LoadResult {
         let results = Mutex(LoadResult())
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
@@ -35,7 +36,7 @@ enum ClosedLoop {
         for thread in 0..<connections {
             group.enter()
             Thread {
-                var connection = Connection(port: port, receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
+                var connection = Connection(port: ports[thread % ports.count], receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
                 var local = LoadResult()
                 while ContinuousClock.now < deadline {
                     let began = ContinuousClock.now

@@ -122,7 +122,7 @@ do {
         var log = DeviceLog()
         print(try answered(flow.register(try SyntheticDevice(), &connection, &log), log))
     case .challenge:
-        ClosedLoop.run(connections: connections, seconds: seconds, port: port) { connection, _ in
+        ClosedLoop.run(connections: connections, seconds: seconds, ports: plan.ports) { connection, _ in
             var log = DeviceLog()
             _ = try answered(flow.challenge(&connection, &log), log)
             return 1
@@ -147,7 +147,7 @@ do {
         }
         let requests = prepared.withLock { $0 }
         let next = Atomic<Int>(0)
-        ClosedLoop.run(connections: connections, seconds: seconds, port: port) { connection, _ in
+        ClosedLoop.run(connections: connections, seconds: seconds, ports: plan.ports) { connection, _ in
             let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
             guard index < requests.count else { throw StepFailure.simulator("prepared attestations ran out") }
             var log = DeviceLog()
@@ -158,13 +158,13 @@ do {
         // One registered device per connection, attested before the clock starts.
         let devices = Mutex<[Int: SyntheticDevice]>([:])
         for index in 0..<connections {
-            var connection = Connection(port: port, receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
+            var connection = Connection(port: plan.ports[index % plan.ports.count], receiveTimeoutSeconds: LoadPlan.receiveTimeoutSeconds)
             var log = DeviceLog()
             let device = try SyntheticDevice()
             _ = try answered(flow.register(device, &connection, &log), log)
             devices.withLock { $0[index] = device }
         }
-        ClosedLoop.run(connections: connections, seconds: seconds, port: port) { connection, thread in
+        ClosedLoop.run(connections: connections, seconds: seconds, ports: plan.ports) { connection, thread in
             guard var device = devices.withLock({ $0[thread] }) else { throw StepFailure.simulator("no device") }
             var log = DeviceLog()
             let token = flow.refresh(&device, &connection, &log)

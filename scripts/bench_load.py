@@ -1,0 +1,244 @@
+"""The load benchmark behind scripts/bench-load (which builds the release binaries, installs nginx,
+wrk and sqlite3, and starts a throwaway PostgreSQL cluster: PG_URL, PG_BIN, PG_DIR, PG_PORT).
+
+Every figure is printed beside references measured in the same run:
+  - nginx serving a static `return 200` (the HTTP ceiling of this machine), with wrk;
+  - for each store: SQLite (one node), PostgreSQL (one node), PostgreSQL (two nodes on the same
+    database, the load spread over both): GET /v1/authorize and POST /v1/introspect (wrk, 64
+    connections), POST /v1/challenge, refresh (challenge + assertion + token) and attest (prepared
+    objects) with attest-load;
+  - the same on tables of 1,000,000 tokens and 100,000 devices, per store;
+  - SQLite with one HTTP thread pinned to core 0 against the in-process verifier on core 0.
+Targets (issue figures): authorize >= 0.5 x nginx; refresh on PostgreSQL >= SQLite's; authorize on
+PostgreSQL >= 0.5 x SQLite's; attest >= 0.8 x the in-process verifier for the same threads.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from attestd_testlib import Attestd  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SECRET = "gateway-secret-for-the-benchmark-0123456789"
+APP_ID = "ABCDE12345.com.example.bench"
+
+
+def run(args, **kwargs):
+    return subprocess.run(args, capture_output=True, text=True, check=True, timeout=600, **kwargs).stdout
+
+
+def wrk(seconds, urls, extra=()):
+    """wrk on every URL at once (2 threads, 64 connections in all): (requests/s summed, worst p50, worst p99)."""
+    procs = [subprocess.Popen(["wrk", "-t%d" % max(1, 2 // len(urls)), "-c%d" % (64 // len(urls)), "-d%ds" % seconds, "--latency",
+                               *extra, url], stdout=subprocess.PIPE, text=True) for url in urls]
+    rate, p50, p99 = 0.0, "", ""
+    for proc in procs:
+        out = proc.communicate(timeout=seconds + 60)[0]
+        rate += float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1))
+        p50 = max(p50, re.search(r"\s50%\s+(\S+)", out).group(1))
+        p99 = max(p99, re.search(r"\s99%\s+(\S+)", out).group(1))
+    return rate, p50, p99
+
+
+def load(binary, mode, ports, client_id, state, connections, seconds, cpu=None):
+    command = [binary, mode, "--port", ",".join(map(str, ports)), "--client-id", client_id, "--app-id", APP_ID, "--state", state,
+               "--connections", str(connections), "--seconds", str(seconds)]
+    if cpu is not None:
+        command = ["taskset", "-c", str(cpu)] + command
+    out = run(command)
+    return dict(line.split(" ", 1) for line in out.strip().splitlines() if " " in line)
+
+
+class Bench:
+    def __init__(self, options):
+        self.bin = options.bin
+        self.seconds = options.seconds
+        self.work = tempfile.mkdtemp(prefix="bench-load.")
+        self.state = os.path.join(self.work, "state")
+        self.anchor = os.path.join(self.work, "anchor.pem")
+        self.secret = os.path.join(self.work, "secret")
+        with open(self.secret, "w") as f:
+            f.write(SECRET + "\n")
+        run([os.path.join(self.bin, "attestctl"), "simulate", "--write-trust-anchor", self.anchor, "--state", self.state])
+        self.rows = []
+        self.nodes = []
+
+    def start(self, db, count=1, extra=(), cpu=None):
+        self.nodes = []
+        for index in range(count):
+            binary = os.path.join(self.bin, "attestd")
+            args = ["--db", db, "--trust-anchor", self.anchor, "--address-rate", "0", "--attest-rate", "0", "--challenge-rate", "0",
+                    "--gateway-secret-file", self.secret, *extra]
+            node = Attestd(binary, os.path.join(self.work, "node%d-%d.log" % (index, time.monotonic_ns())), args,
+                           stdout=subprocess.DEVNULL, start_seconds=30)
+            if cpu is not None:  # every thread of the process, the HTTP pool included
+                run(["taskset", "-a", "-p", "-c", str(cpu), str(node.pid)])
+            if not node.started():
+                raise RuntimeError("attestd did not start: " + node.log_text()[-2000:])
+            self.nodes.append(node)
+        return [node.port for node in self.nodes]
+
+    def stop(self):
+        peak = max((self.peak_rss(node.pid) for node in self.nodes), default=0)
+        for node in self.nodes:
+            node.stop()
+        self.nodes = []
+        return peak
+
+    @staticmethod
+    def peak_rss(pid):
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                return int(next(line.split()[1] for line in f if line.startswith("VmHWM")))
+        except (OSError, StopIteration):
+            return 0
+
+    def integration(self, db):
+        return run([os.path.join(self.bin, "attestctl"), "integration", "create", "--db", db, "--workspace", "ws_bench", "--name",
+                    "bench", "--team-id", "ABCDE12345", "--bundle-id", "com.example.bench", "--environment", "production"]).strip()
+
+    def measure(self, label, db, count, populate=None):
+        """Starts `count` nodes on `db`, measures the five operations, stops them; one row per operation."""
+        ports = self.start(db, count)
+        client_id = self.integration(db)
+        if populate:
+            self.stop()
+            populate(client_id)
+            ports = self.start(db, count)
+        attest_load = os.path.join(self.bin, "attest-load")
+        token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
+                     self.state]).strip()
+        lua = os.path.join(self.work, "introspect.lua")
+        with open(lua, "w") as f:
+            f.write('wrk.method = "POST"\nwrk.body = "token=%s"\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n'
+                    'wrk.headers["Authorization"] = "Bearer %s"\n' % (token, SECRET))
+        results = {}
+        results["authorize"] = wrk(self.seconds, ["http://127.0.0.1:%d/v1/authorize" % p for p in ports],
+                                   ["-H", "Authorization: Bearer " + token])
+        results["introspect"] = wrk(self.seconds, ["http://127.0.0.1:%d/v1/introspect" % p for p in ports], ["-s", lua])
+        for mode, connections in (("challenge", 16), ("refresh", 16), ("attest", 8)):
+            out = load(attest_load, mode, ports, client_id, self.state, connections, self.seconds)
+            key = "operations_per_second" if mode == "refresh" else "requests_per_second"
+            results[mode] = (float(out[key]), out["p50_ms"] + "ms", out["p99_ms"] + "ms", int(out["errors"]))
+        rss = self.stop()
+        self.rows.append((label, results, rss))
+        return results
+
+    def report_row(self, label, results, rss):
+        for operation in ("authorize", "introspect", "challenge", "refresh", "attest"):
+            value = results[operation]
+            errors = " errors %d" % value[3] if len(value) > 3 and value[3] else ""
+            print("%-34s %-11s %10.1f %9s %9s%s" % (label, operation, value[0], value[1], value[2], errors))
+        print("%-34s %-11s %10d MiB" % (label, "peak RSS", rss // 1024))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--seconds", type=int, default=5)
+    options = parser.parse_args()
+    bench = Bench(options)
+    pg_url = os.environ["PG_URL"]
+    admin = ". scripts/lib/deps.sh; . scripts/lib/postgres.sh; "
+
+    def reset_pg():
+        subprocess.run(["bash", "-c", admin + 'attestd_psql_admin postgres "DROP DATABASE IF EXISTS attestd WITH (FORCE)" '
+                        '"CREATE DATABASE attestd OWNER attestd"'], cwd=ROOT, check=True, timeout=120, stdout=subprocess.DEVNULL)
+
+    def populate_pg(client_id):
+        sql = ("INSERT INTO devices SELECT sha256(int8send(i)), '%(c)s', '\\x04'::bytea || sha256(int8send(i)) || sha256(int8send(-i)), "
+               "0, 'production', ''::bytea, 'active', 0, 0 FROM generate_series(1, 100000) i; "
+               "INSERT INTO tokens SELECT sha256(int8send(i) || '\\x74'::bytea), '%(c)s', 'ws_bench', sha256(int8send(i %% 100000 + 1)), "
+               "'messages', extract(epoch from now())::bigint, extract(epoch from now())::bigint + 3600 FROM generate_series(1, 1000000) i; "
+               "ANALYZE;" % {"c": client_id})
+        subprocess.run(["bash", "-c", admin + 'attestd_psql_admin attestd "$0"', sql], cwd=ROOT, check=True, timeout=600,
+                       stdout=subprocess.DEVNULL)
+
+    def populate_sqlite(path):
+        def populate(client_id):
+            sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
+                   "INSERT INTO devices SELECT randomblob(32), '%(c)s', X'04' || randomblob(64), 0, 'production', X'', 'active', 0, 0 FROM n; "
+                   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000) "
+                   "INSERT INTO tokens SELECT randomblob(32), '%(c)s', 'ws_bench', randomblob(32), 'messages', unixepoch(), unixepoch() + 3600 "
+                   "FROM n; ANALYZE;" % {"c": client_id})
+            subprocess.run(["sqlite3", path, sql], check=True, timeout=600)
+        return populate
+
+    started = time.monotonic()
+    nginx_dir = os.path.join(bench.work, "nginx")
+    os.makedirs(os.path.join(nginx_dir, "logs"))
+    with open(os.path.join(nginx_dir, "nginx.conf"), "w") as f:
+        f.write("worker_processes 2;\npid %s/nginx.pid;\nerror_log %s/logs/error.log;\nevents { worker_connections 1024; }\n"
+                "http { access_log off; server { listen 127.0.0.1:18480; location / { return 200 \"ok\"; } } }\n" % (nginx_dir, nginx_dir))
+    nginx = subprocess.Popen(["nginx", "-p", nginx_dir, "-c", os.path.join(nginx_dir, "nginx.conf"), "-g", "daemon off;"])
+    time.sleep(0.5)
+    try:
+        reference = wrk(options.seconds, ["http://127.0.0.1:18480/"])
+        sqlite = os.path.join(bench.work, "attestd.sqlite")
+        small = {
+            "sqlite": bench.measure("SQLite, 1 node", sqlite, 1),
+        }
+        reset_pg()
+        small["pg1"] = bench.measure("PostgreSQL, 1 node", pg_url, 1)
+        reset_pg()
+        small["pg2"] = bench.measure("PostgreSQL, 2 nodes", pg_url, 2)
+        large_sqlite = os.path.join(bench.work, "large.sqlite")
+        large = {"sqlite": bench.measure("SQLite, 1M tokens/100k devices", large_sqlite, 1, populate_sqlite(large_sqlite))}
+        reset_pg()
+        large["pg1"] = bench.measure("PostgreSQL, 1M tokens/100k devices", pg_url, 1, populate_pg)
+
+        # One server thread pinned to core 0 against the verifier alone on core 0 (SQLite).
+        pinned = os.path.join(bench.work, "pinned.sqlite")
+        ports = bench.start(pinned, 1, ["--threads", "1"], cpu=0)
+        client_id = bench.integration(pinned)
+        attest_load = os.path.join(bench.bin, "attest-load")
+        challenge1 = float(load(attest_load, "challenge", ports, client_id, bench.state, 8, options.seconds, cpu=1)["requests_per_second"])
+        attest1 = float(load(attest_load, "attest", ports, client_id, bench.state, 8, options.seconds, cpu=1)["requests_per_second"])
+        bench.stop()
+        verify = run(["taskset", "-c", "0", os.path.join(bench.bin, "attest-bench"), "--seconds", str(options.seconds)])
+        verify1 = float(re.search(r"attestation_verifications_per_second\s+([0-9.]+)", verify).group(1))
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+        for node in bench.nodes:
+            node.stop()
+
+    def ratio(a, b):
+        return "%.2f" % (a / b if b else 0)
+
+    print("== attestd load benchmark ==")
+    print("date: %s  nproc: %d  seconds per measurement: %d  command: scripts/bench-load %d  (%.0f s in all)"
+          % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), os.cpu_count(), options.seconds, options.seconds,
+             time.monotonic() - started))
+    print("%-34s %-11s %10s %9s %9s" % ("store", "operation", "per second", "p50", "p99"))
+    print("%-34s %-11s %10.1f %9s %9s" % ("nginx static return 200 (ceiling)", "GET /", reference[0], reference[1], reference[2]))
+    for label, results, rss in bench.rows:
+        bench.report_row(label, results, rss)
+    flow1 = 1 / (1 / challenge1 + 1 / attest1) if challenge1 and attest1 else 0
+    print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "challenge", challenge1))
+    print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "attest", attest1))
+    print("%-34s %-11s %10.1f" % ("in-process verifier on core 0", "verify", verify1))
+    print("authorize / nginx (SQLite):              %s   (target >= 0.5)" % ratio(small["sqlite"]["authorize"][0], reference[0]))
+    print("authorize PostgreSQL / SQLite (1 node):  %s   (target >= 0.5)" % ratio(small["pg1"]["authorize"][0], small["sqlite"]["authorize"][0]))
+    print("refresh PostgreSQL / SQLite (1 node):    %s   (target >= 1.0)" % ratio(small["pg1"]["refresh"][0], small["sqlite"]["refresh"][0]))
+    print("refresh 2 nodes / 1 node (PostgreSQL):   %s" % ratio(small["pg2"]["refresh"][0], small["pg1"]["refresh"][0]))
+    print("authorize 2 nodes / 1 node (PostgreSQL): %s" % ratio(small["pg2"]["authorize"][0], small["pg1"]["authorize"][0]))
+    print("authorize large / small (SQLite):        %s" % ratio(large["sqlite"]["authorize"][0], small["sqlite"]["authorize"][0]))
+    print("authorize large / small (PostgreSQL):    %s" % ratio(large["pg1"]["authorize"][0], small["pg1"]["authorize"][0]))
+    print("refresh large / small (SQLite):          %s" % ratio(large["sqlite"]["refresh"][0], small["sqlite"]["refresh"][0]))
+    print("refresh large / small (PostgreSQL):      %s" % ratio(large["pg1"]["refresh"][0], small["pg1"]["refresh"][0]))
+    print("attest / in-process verifier (1 thread): %s   (target >= 0.8)" % ratio(attest1, verify1))
+    print("challenge+attest / verifier (1 thread):  %s" % ratio(flow1, verify1))
+    shutil.rmtree(bench.work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
