@@ -10,17 +10,20 @@ import PackagePlugin
 struct EmbedMigrations: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
         let root = context.package.directoryURL.appending(path: "Migrations")
+        let folders = try FileManager.default.contentsOfDirectory(atPath: root.path()).sorted().map { root.appending(path: $0) }
         let files = try FileManager.default.subpathsOfDirectory(atPath: root.path())
             .filter { $0.hasSuffix(".sql") }
             .sorted()
             .map { root.appending(path: $0) }
         let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrationFiles.swift")
+        // The folders are inputs too: adding a file changes its folder, which makes the build run
+        // the generator again (the generator lists the folders itself, not only the files named here).
         return [
             .buildCommand(
-                displayName: "Embedding \(files.count) migration files",
+                displayName: "Embedding the migrations of \(root.path())",
                 executable: try context.tool(named: "embed-migrations").url,
-                arguments: [root.path(), output.path()] + files.map { $0.path() },
-                inputFiles: files, outputFiles: [output])
+                arguments: [root.path(), output.path()],
+                inputFiles: [root] + folders + files, outputFiles: [output])
         ]
     }
 }

@@ -82,8 +82,10 @@ package struct ServerConfiguration: Sendable, Equatable {
             "gateway-secret-file", environment: "ATTESTD_GATEWAY_SECRET_FILE", value: "FILE",
             help: "credential /v1/introspect callers present (without it introspection answers 401)"
         ) { configuration, value in configuration.gatewaySecretFile = value },
+        // Why command line only: a stray ATTESTD_TRUST_ANCHOR in a unit file or an environment
+        // would silently replace Apple's root in production; a flag shows in `ps` and the unit's ExecStart.
         Setting(
-            "trust-anchor", environment: "ATTESTD_TRUST_ANCHOR", value: "PEM",
+            "trust-anchor", environment: nil, value: "PEM",
             help: "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"
         ) { configuration, value in configuration.trustAnchorFile = value },
         Setting("threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: number of cores)") {

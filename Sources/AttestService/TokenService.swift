@@ -41,6 +41,8 @@ package final class TokenService: Sendable {
     let limiter = RateLimiter()
     let keys = PublicKeyCache()
     let challenges: ChallengeLedger
+    /// SHA-256 (hex) of the trust anchor, recorded with every device and required at refresh.
+    let anchorFingerprint: String
 
     /// A service over `store`, verifying attestations with `verifier`.
     package init(
@@ -53,6 +55,7 @@ package final class TokenService: Sendable {
         self.random = random
         self.policy = policy
         challenges = ChallengeLedger(store: store, lifetime: policy.challengeLifetime)
+        anchorFingerprint = Hex.encode(verifier.anchor.certificate.sha256Fingerprint)
     }
 
     // MARK: Challenge
@@ -118,7 +121,8 @@ package final class TokenService: Sendable {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
-            environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now)
+            environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
+            trustAnchor: anchorFingerprint, appID: verified.appID.description)
         let outcome = try stored { () throws(StorageError) in
             try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
         }
@@ -159,9 +163,15 @@ package final class TokenService: Sendable {
             device.clientID == integration.clientID
         else { throw unknownKey }
         guard device.status == .active else { throw ServiceError.deviceBlocked }
+        // Why: a key attested while a test root was trusted must not refresh under Apple's root
+        // (or the other way round); the anchor is part of what its attestation proved.
+        guard device.trustAnchor == anchorFingerprint else {
+            throw ServiceError(.assertionRejected, .check(.trustAnchor), "this key was attested under another trust anchor")
+        }
         guard let key = keys.key(for: device) else { throw unknownKey }
 
-        let appIDs = try Self.appIDs(integration)
+        // Why: an assertion proves the App ID its key attested as, not any of the integration's.
+        let appIDs = try Self.appIDs(integration).filter { device.appID == nil || $0.description == device.appID }
         let verified: VerifiedAssertion
         do throws(AttestError) {
             verified = try AssertionVerifier.verify(

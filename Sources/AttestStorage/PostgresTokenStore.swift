@@ -312,15 +312,8 @@ package final class PostgresTokenStore: TokenStore {
             // inserts nothing: the loser sees keyExists, never a constraint error.
             let inserted =
                 try connection.query(
-                    """
-                    INSERT INTO devices (key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at)
-                    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (key_id) DO NOTHING
-                    """,
-                    [
-                        .bytes(device.keyID), .text(device.clientID), .bytes(device.publicKey), .integer(Int64(device.counter)),
-                        .text(device.environment), .bytes(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
-                        .integer(device.updatedAt),
-                    ]
+                    "INSERT INTO devices (\(Self.deviceColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+                        + "ON CONFLICT (key_id) DO NOTHING", Self.values(device)
                 ).changed == 1
             guard inserted else {
                 let existing = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.bytes(device.keyID)])
@@ -331,21 +324,22 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
-    private static let deviceColumns = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
+    private static let deviceColumns =
+        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id"
 
     private static func device(_ rows: PostgresRows, _ row: Int) -> DeviceRecord {
         DeviceRecord(
             keyID: rows.bytes(row, 0) ?? [], clientID: rows.string(row, 1) ?? "", publicKey: rows.bytes(row, 2) ?? [],
             counter: UInt32(clamping: rows.int64(row, 3)), environment: rows.string(row, 4) ?? "", receipt: rows.bytes(row, 5) ?? [],
             status: DeviceStatus(rawValue: rows.string(row, 6) ?? "") ?? .revoked, createdAt: rows.int64(row, 7),
-            updatedAt: rows.int64(row, 8))
+            updatedAt: rows.int64(row, 8), trustAnchor: rows.string(row, 9) ?? "", appID: rows.string(row, 10))
     }
 
     private static func values(_ device: DeviceRecord) -> [PostgresValue] {
         [
             .bytes(device.keyID), .text(device.clientID), .bytes(device.publicKey), .integer(Int64(device.counter)),
             .text(device.environment), .bytes(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
-            .integer(device.updatedAt),
+            .integer(device.updatedAt), .text(device.trustAnchor), device.appID.map { .text($0) } ?? .null,
         ]
     }
 

@@ -276,22 +276,24 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
-    private static let deviceColumns = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
+    private static let deviceColumns =
+        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id"
 
     private static func device(_ row: SQLiteStatement) -> DeviceRecord {
         DeviceRecord(
             keyID: row.blob(at: 0) ?? [], clientID: row.string(at: 1) ?? "", publicKey: row.blob(at: 2) ?? [],
             counter: UInt32(clamping: row.int64(at: 3)), environment: row.string(at: 4) ?? "", receipt: row.blob(at: 5) ?? [],
-            status: DeviceStatus(rawValue: row.string(at: 6) ?? "") ?? .revoked, createdAt: row.int64(at: 7), updatedAt: row.int64(at: 8))
+            status: DeviceStatus(rawValue: row.string(at: 6) ?? "") ?? .revoked, createdAt: row.int64(at: 7), updatedAt: row.int64(at: 8),
+            trustAnchor: row.string(at: 9) ?? "", appID: row.string(at: 10))
     }
 
     private static func insert(_ device: DeviceRecord, into database: SQLiteDatabase) throws(StorageError) {
         try Self.run(
-            database, "INSERT INTO devices (\(deviceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            database, "INSERT INTO devices (\(deviceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
                 .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
-                .integer(device.updatedAt),
+                .integer(device.updatedAt), .text(device.trustAnchor), device.appID.map { .text($0) } ?? .null,
             ])
     }
 

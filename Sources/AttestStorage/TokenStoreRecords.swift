@@ -54,10 +54,19 @@ package struct DeviceRecord: Sendable, Hashable {
     package var status: DeviceStatus
     package var createdAt: Int64
     package var updatedAt: Int64
+    /// SHA-256 (lowercase hex) of the root its attestation chained to; refreshes need the same root.
+    package var trustAnchor: String
+    /// The App ID (`TEAMID.bundle`) it attested as; nil for keys attested before attestd recorded it.
+    package var appID: String?
+
+    /// Apple's App Attestation root's fingerprint, the anchor of every production device (and of
+    /// keys attested before attestd recorded the anchor). A test compares it with `TrustAnchor`'s.
+    package static let appleRootAnchor = "1cb9823ba28ba6ad2d33a006941de2ae4f513ef1d4e831b9f7e0fa7b6242c932"
 
     package init(
         keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: String, receipt: [UInt8],
-        status: DeviceStatus, createdAt: Int64, updatedAt: Int64
+        status: DeviceStatus, createdAt: Int64, updatedAt: Int64, trustAnchor: String = DeviceRecord.appleRootAnchor,
+        appID: String? = nil
     ) {
         self.keyID = keyID
         self.clientID = clientID
@@ -68,6 +77,8 @@ package struct DeviceRecord: Sendable, Hashable {
         self.status = status
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.trustAnchor = trustAnchor
+        self.appID = appID
     }
 }
 

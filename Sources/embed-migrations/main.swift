@@ -1,7 +1,7 @@
 // Build tool behind Plugins/EmbedMigrations: writes the migration files into Swift source.
 //
-// usage: embed-migrations MIGRATIONS_DIR OUTPUT.swift FILE...
-// Every FILE must be MIGRATIONS_DIR/<dialect>/NNNN_name.sql; ids run 1, 2, 3 ... in each dialect
+// usage: embed-migrations MIGRATIONS_DIR OUTPUT.swift
+// Embeds every MIGRATIONS_DIR/<dialect>/NNNN_name.sql; ids run 1, 2, 3 ... in each dialect
 // and every dialect has the same ids and names. The bytes are written as array literals, so the
 // embedded SQL is the file byte for byte whatever it contains.
 import Foundation
@@ -12,7 +12,7 @@ func fail(_ message: String) -> Never {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 3 else { fail("usage: embed-migrations MIGRATIONS_DIR OUTPUT.swift FILE...") }
+guard arguments.count == 3 else { fail("usage: embed-migrations MIGRATIONS_DIR OUTPUT.swift") }
 let root = URL(fileURLWithPath: arguments[1]).standardizedFileURL.path
 let output = arguments[2]
 
@@ -23,8 +23,14 @@ struct File {
     var bytes: [UInt8]
 }
 
+let paths: [String]
+do {
+    paths = try FileManager.default.subpathsOfDirectory(atPath: root).filter { $0.hasSuffix(".sql") }.sorted().map { root + "/" + $0 }
+} catch {
+    fail("cannot list \(root): \(error)")
+}
 var files: [File] = []
-for path in arguments.dropFirst(3) {
+for path in paths {
     let full = URL(fileURLWithPath: path).standardizedFileURL.path
     guard full.hasPrefix(root + "/") else { fail("\(path) is not under \(root)") }
     let parts = full.dropFirst(root.count + 1).split(separator: "/").map(String.init)

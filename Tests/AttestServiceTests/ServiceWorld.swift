@@ -19,7 +19,10 @@ struct ServiceWorld {
     let integration: IntegrationRecord
     let appID: AppID
 
-    init(policy: ServicePolicy = ServicePolicy(), environments: Set<AppAttestEnvironment> = [.production, .development]) throws {
+    init(
+        policy: ServicePolicy = ServicePolicy(), environments: Set<AppAttestEnvironment> = [.production, .development],
+        bundleIDs: [String] = ["com.example.messages"]
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-service-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         clock = SettableWallClock(Self.start)
@@ -29,7 +32,7 @@ struct ServiceWorld {
             store: store, verifier: try AttestationVerifier(anchor: pki.anchor), clock: clock, policy: policy)
         admin = IntegrationAdmin(store: store, clock: clock)
         integration = try admin.create(
-            workspaceID: "ws_test", name: "Test app", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"],
+            workspaceID: "ws_test", name: "Test app", teamID: "ABCDE12345", bundleIDs: bundleIDs,
             environments: environments)
         appID = try AppID(teamID: "ABCDE12345", bundleID: "com.example.messages")
     }

@@ -361,6 +361,46 @@ struct TokenServiceTests {
         #expect(serviceError { try world.service.attest(second, from: "10.0.0.9") } == ServiceError(.invalidChallenge, .challengeUsed, ""))
     }
 
+    @Test("a key attested under one trust anchor cannot refresh under another")
+    func refreshNeedsTheSameAnchor() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        var device = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
+        #expect(try world.store.device(keyID: device.keyID)?.trustAnchor == Hex.encode(world.pki.root.sha256Fingerprint))
+        let otherPKI = try SyntheticPKI(validAround: ServiceWorld.start)
+        let otherService = TokenService(
+            store: world.store, verifier: try AttestationVerifier(anchor: otherPKI.anchor), clock: world.clock, policy: ServicePolicy())
+        let request = try world.refreshRequest(&device)
+        #expect(
+            serviceError { try otherService.refresh(request, from: "127.0.0.1") }
+                == ServiceError(.assertionRejected, .check(.trustAnchor), ""))
+        #expect(try world.store.device(keyID: device.keyID)?.counter == 0)
+    }
+
+    @Test("an assertion must carry the App ID its key attested as, not another bundle ID of the integration")
+    func refreshBoundToAttestedAppID() throws {
+        let world = try ServiceWorld(bundleIDs: ["com.example.messages", "com.example.other"])
+        defer { world.remove() }
+        var device = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
+        #expect(try world.store.device(keyID: device.keyID)?.appID == "ABCDE12345.com.example.messages")
+        let challenge = try world.challenge()
+        let other = try AppID(teamID: "ABCDE12345", bundleID: "com.example.other")
+        let request = RefreshRequest(
+            clientID: world.integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            assertion: try device.assertion(clientData: challenge.bytes, appID: other), challenge: challenge)
+        #expect(
+            serviceError { try world.service.refresh(request, from: "127.0.0.1") }
+                == ServiceError(.assertionRejected, .check(.rpIDMismatch), ""))
+        _ = try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1")
+    }
+
+    @Test("storage's default anchor for devices attested before it was recorded is Apple's root")
+    func defaultAnchorIsApple() {
+        #expect(DeviceRecord.appleRootAnchor == Hex.encode(TrustAnchor.appleRootFingerprint))
+    }
+
     @Test("answers integration_not_found for an unknown client ID")
     func unknownIntegration() throws {
         let world = try ServiceWorld()

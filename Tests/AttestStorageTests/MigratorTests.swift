@@ -138,10 +138,13 @@ struct MigratorTests {
             Violation(
                 name: "device counter above UInt32",
                 sql:
-                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 4294967296, 'production', x'', 'active', 1, 1)"),
+                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 4294967296, 'production', x'', 'active', 1, 1, 'anchor', NULL)"
+            ),
             Violation(
                 name: "device public key not 65 bytes",
-                sql: "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(64), 0, 'production', x'', 'active', 1, 1)"),
+                sql:
+                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(64), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL)"
+            ),
             Violation(
                 name: "token for a missing integration",
                 sql: "INSERT INTO tokens VALUES (randomblob(32), 'nope', 'ws', randomblob(32), 's', 1, 2)"),
@@ -157,7 +160,7 @@ struct MigratorTests {
             try database.execute(
                 "INSERT INTO integrations VALUES ('c', 'ws', 'App', 'ABCDE12345', 'active', 'development,production', 1, NULL)")
             try database.execute(
-                "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1)")
+                "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL)")
             try database.execute("INSERT INTO tokens VALUES (randomblob(32), 'c', 'ws', randomblob(32), 's', 1, 2)")
         }
         #expect(throws: StorageError(.constraint, "")) {

@@ -37,7 +37,8 @@ struct TokenStoreContractTests {
             DeviceRecord(
                 keyID: [UInt8](repeating: seed, count: 32), clientID: integration.clientID,
                 publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: counter, environment: "production",
-                receipt: [1, 2, 3], status: .active, createdAt: TokenStoreContractTests.time, updatedAt: TokenStoreContractTests.time)
+                receipt: [1, 2, 3], status: .active, createdAt: TokenStoreContractTests.time, updatedAt: TokenStoreContractTests.time,
+                trustAnchor: String(repeating: "ab", count: 32), appID: "ABCDE12345.com.example.a")
         }
 
         func token(_ seed: UInt8, keySeed: UInt8, expiresIn: Int64 = 3600) -> TokenRecord {
