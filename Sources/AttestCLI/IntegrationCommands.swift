@@ -18,7 +18,8 @@ enum IntegrationCommands {
     static let teamID = OptionSpec("team-id", value: "T", help: "Apple Developer Team ID (10 of A-Z 0-9)", required: true)
     static let bundleID = OptionSpec("bundle-id", value: "B", help: "bundle ID; repeat for up to 32", required: true, repeatable: true)
     static let environment = OptionSpec(
-        "environment", value: "production|development|both", help: "App Attest environments accepted (default: both)")
+        "environment", value: "production|development|both",
+        help: "App Attest environments accepted (default: production; development keys come from Xcode builds, opt in explicitly)")
     static let yes = OptionSpec(flag: "yes", help: "do not ask for confirmation")
 
     static let create = Command(
@@ -71,7 +72,9 @@ enum IntegrationCommands {
 
     static func runCreate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let environments: Set<AppAttestEnvironment>
-        switch options.value(environment) ?? "both" {
+        // Why production by default: development keys come from any developer-signed build, which
+        // is not the app the integration's customer ships; accepting them is an explicit, logged choice.
+        switch options.value(environment) ?? "production" {
         case "both": environments = [.production, .development]
         case "production": environments = [.production]
         case "development": environments = [.development]

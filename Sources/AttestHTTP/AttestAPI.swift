@@ -20,16 +20,22 @@ package struct AttestAPI: HTTPResponder {
         package var storage: String
         /// Set only in `--insecure-test-mode`: enables the /test/ routes.
         package var testClock: SettableWallClock?
+        /// Proxies (CIDR) whose `X-Forwarded-For` names the client (`--trusted-proxy`).
+        package var trustedProxies: [String]
+        /// Whether challenges and attestations are limited per client address (`--address-rate` > 0).
+        package var limitsPerAddress: Bool
 
         package init(
             gatewaySecret: String?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
-            testClock: SettableWallClock? = nil
+            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true
         ) {
             self.gatewaySecret = gatewaySecret
             self.trustsAppleRoot = trustsAppleRoot
             self.version = version
             self.storage = storage
             self.testClock = testClock
+            self.trustedProxies = trustedProxies
+            self.limitsPerAddress = limitsPerAddress
         }
     }
 
@@ -54,8 +60,20 @@ package struct AttestAPI: HTTPResponder {
 
     /// What a request's log line says besides route and status.
     struct RequestLog {
-        var clientID: String?
+        /// The client ID as the request gave it, cut to 64 bytes: a client ID is at most 64
+        /// characters, and an unbounded one must not make an unbounded log line.
+        var clientID: String? {
+            get { storedClientID }
+            set {
+                storedClientID = newValue.map {
+                    $0.utf8.count <= 64 ? $0 : String(decoding: Array($0.utf8.prefix(64)), as: UTF8.self) + "..."
+                }
+            }
+        }
+        private var storedClientID: String?
         var outcome: String?
+        /// The client's address: the TCP peer, or what a trusted proxy forwarded.
+        var client = ""
     }
 
     /// The API's endpoints.
@@ -83,6 +101,9 @@ package struct AttestAPI: HTTPResponder {
     let gauges: @Sendable () -> [(name: String, help: String, value: Int)]
     private let table: [String: Route]
     private let requestCounter = RequestCounter()
+    private let clientAddress: ClientAddress
+    /// Set once the untrusted-proxy warning has been logged.
+    private let warnedAboutProxy = OnceFlag()
 
     package init(
         service: TokenService, settings: Settings, logger: Logger,
@@ -95,12 +116,31 @@ package struct AttestAPI: HTTPResponder {
         self.gauges = gauges
         // The /test/ routes do not exist outside test mode: a production server answers 404.
         table = settings.testClock == nil ? Self.routes : Self.routes.merging(Self.testRoutes) { first, _ in first }
+        clientAddress = ClientAddress(trustedProxies: settings.trustedProxies.compactMap(IPNetwork.init))
+    }
+
+    /// The client's address for limits and logs, warning once when a proxy on this host forwards
+    /// requests that attestd does not trust it for: then every client shares the proxy's bucket.
+    private func client(of request: HTTPRequest) -> String {
+        let forwarded = request.headerValues("X-Forwarded-For")
+        let address = clientAddress.of(peer: request.remoteAddress, forwardedFor: forwarded)
+        if settings.limitsPerAddress, !forwarded.isEmpty, address == request.remoteAddress,
+            ["127.0.0.1", "::1"].contains(request.remoteAddress), warnedAboutProxy.setFirstTime()
+        {
+            logger.log(
+                .warning,
+                "requests arrive through a proxy on this host (X-Forwarded-For) while --address-rate limits per address: every client "
+                    + "shares the proxy's bucket; run with --address-rate 0 (and limit at the proxy) or --trusted-proxy \(request.remoteAddress)",
+                ["remote": .string(request.remoteAddress)])
+        }
+        return address
     }
 
     package func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = ContinuousClock.now
         let requestID = requestCounter.next()
         var log = RequestLog()
+        log.client = client(of: request)
         let route = table[request.path]
         var response: HTTPResponse
         do throws(Problem) {
@@ -125,7 +165,7 @@ package struct AttestAPI: HTTPResponder {
                 ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(log.outcome ?? "ok")),
             ]
             if let clientID = log.clientID { fields.append(("client.id", .string(clientID))) }
-            fields.append(("remote", .string(request.remoteAddress)))
+            fields.append(("remote", .string(log.client)))
             logger.log(response.status >= 500 ? .error : .info, "request", fields: fields)
         }
         return response
@@ -151,7 +191,7 @@ package struct AttestAPI: HTTPResponder {
         let clientID = fields[.clientID] ?? ""
         log.clientID = clientID
         let issued = try serviceCall { () throws(ServiceError) in
-            try service.issueChallenge(clientID: clientID, from: request.remoteAddress)
+            try service.issueChallenge(clientID: clientID, from: log.client)
         }
         return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
     }
@@ -169,7 +209,7 @@ package struct AttestAPI: HTTPResponder {
                 )
             }
             return try service.attest(
-                AttestRequest(clientID: clientID, keyID: keyID, attestation: object, challenge: challenge), from: request.remoteAddress)
+                AttestRequest(clientID: clientID, keyID: keyID, attestation: object, challenge: challenge), from: log.client)
         }
         return tokenResponse(token)
     }
@@ -187,7 +227,7 @@ package struct AttestAPI: HTTPResponder {
                 )
             }
             return try service.refresh(
-                RefreshRequest(clientID: clientID, keyID: keyID, assertion: object, challenge: challenge), from: request.remoteAddress)
+                RefreshRequest(clientID: clientID, keyID: keyID, assertion: object, challenge: challenge), from: log.client)
         }
         return tokenResponse(token)
     }
@@ -246,7 +286,7 @@ package struct AttestAPI: HTTPResponder {
 
     /// RFC 7662 introspection, for callers holding the gateway secret.
     private func introspect(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
-        guard let secret = settings.gatewaySecret, let presented = Self.bearer(request),
+        guard let secret = settings.gatewaySecret, case .credential(let presented) = Self.bearer(request),
             ConstantTime.equals(Array(presented.utf8), Array(secret.utf8))
         else {
             throw Problem(
@@ -270,16 +310,22 @@ package struct AttestAPI: HTTPResponder {
 
     /// Forward-auth (nginx `auth_request`, Envoy `ext_authz`): 200 with the workspace, or 401.
     private func authorize(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
-        guard let token = Self.bearer(request) else {
+        let invalid = Problem(
+            .invalidToken, .invalidToken, "the access token is not valid",
+            headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")])
+        let token: String
+        switch Self.bearer(request) {
+        case .none:
+            // RFC 6750 section 3.1: no credential at all gets the challenge without an error code.
             throw Problem(
                 .invalidToken, .missingToken, "send Authorization: Bearer <access token>",
                 headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer")])
+        case .malformed:
+            throw invalid
+        case .credential(let credential):
+            token = credential
         }
-        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else {
-            throw Problem(
-                .invalidToken, .invalidToken, "the access token is not valid",
-                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")])
-        }
+        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else { throw invalid }
         log.clientID = active.clientID
         return HTTPResponse(
             status: 200,
@@ -289,18 +335,27 @@ package struct AttestAPI: HTTPResponder {
             ])
     }
 
+    /// What the `Authorization` header carries, in RFC 6750's terms.
+    enum BearerCredential: Equatable {
+        /// No Bearer credential at all (no header, or another scheme).
+        case none
+        /// A Bearer credential that cannot be a token: too long, with spaces, empty, or two headers.
+        case malformed
+        case credential(String)
+    }
+
     /// The credential of exactly one `Authorization: Bearer <credential>` header (scheme
-    /// case-insensitive, one space, no further spaces).
-    static func bearer(_ request: HTTPRequest) -> String? {
+    /// case-insensitive, one space, at most 512 bytes, no further spaces).
+    static func bearer(_ request: HTTPRequest) -> BearerCredential {
         let values = request.headerValues("Authorization")
-        guard values.count == 1, let value = values.first else { return nil }
+        guard let value = values.first else { return .none }
         let bytes = value.utf8
-        guard bytes.count > 7, bytes.count <= 512 else { return nil }
-        let scheme = bytes.prefix(7)
-        guard zip(scheme, "bearer ".utf8).allSatisfy({ $0 | 0x20 == $1 }) else { return nil }
+        let isBearer = bytes.count >= 6 && zip(bytes.prefix(6), "bearer".utf8).allSatisfy { $0 | 0x20 == $1 }
+        guard isBearer else { return values.count == 1 ? .none : .malformed }
+        guard values.count == 1, bytes.count > 7, bytes.count <= 512, Array(bytes)[6] == 0x20 else { return .malformed }
         let credential = bytes.dropFirst(7)
-        guard !credential.contains(0x20) else { return nil }
-        return String(credential)
+        guard !credential.contains(0x20) else { return .malformed }
+        return .credential(String(decoding: Array(credential), as: UTF8.self))
     }
 
     // MARK: Operations endpoints
@@ -346,6 +401,12 @@ package struct AttestAPI: HTTPResponder {
         try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: fields[.clientID] ?? "", challenge: challenge) }
         return JSONBody.response([("seeded", true)])
     }
+}
+
+/// A flag that is set once: `setFirstTime` is true for the first caller only.
+final class OnceFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func setFirstTime() -> Bool { !flag.exchange(true, ordering: .relaxed) }
 }
 
 /// Request IDs: a per-process random prefix and a counter (unique, cheap, and not secret).

@@ -57,6 +57,11 @@ package final class Server: Sendable {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
                 throw StartupError(description: "cannot read the gateway secret file \(file)")
             }
+            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
+                logger.log(
+                    .warning, "the gateway secret file can be read by other users: chmod 600 it (and chown it to attestd's user)",
+                    ["file": .string(file), "mode": .string(String(mode, radix: 8))])
+            }
             secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
             guard let secret, secret.utf8.count >= 16 else {
                 throw StartupError(description: "the gateway secret in \(file) must be at least 16 characters")
@@ -81,7 +86,8 @@ package final class Server: Sendable {
             service: service,
             settings: AttestAPI.Settings(
                 gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version,
-                storage: configuration.database.kind.rawValue, testClock: testClock),
+                storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
+                limitsPerAddress: configuration.perAddress.perSecond > 0),
             logger: logger,
             gauges: {
                 let statistics =

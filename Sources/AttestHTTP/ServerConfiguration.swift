@@ -25,6 +25,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var attestPerIntegration = ServicePolicy().attestPerIntegration
     package var challengePerIntegration = ServicePolicy().challengePerIntegration
     package var perAddress = ServicePolicy().perAddress
+    /// Proxies whose `X-Forwarded-For` names the client address (`--trusted-proxy`, CIDR).
+    package var trustedProxies: [String] = []
 
     /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
     package init() {}
@@ -125,6 +127,16 @@ package struct ServerConfiguration: Sendable, Equatable {
         rate(
             "challenge-rate", environment: "ATTESTD_CHALLENGE_RATE",
             help: "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)", \.challengePerIntegration),
+        Setting(
+            "trusted-proxy", environment: "ATTESTD_TRUSTED_PROXY", value: "CIDR[,CIDR...]",
+            help: "proxies (e.g. 127.0.0.1/32) whose X-Forwarded-For gives the client address for per-address limits and logs"
+        ) { configuration, text throws(UsageError) in
+            let networks = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard !networks.isEmpty, networks.allSatisfy({ IPNetwork($0) != nil }) else {
+                throw UsageError(message: "--trusted-proxy takes CIDR networks such as 127.0.0.1/32 or ::1/128, comma-separated")
+            }
+            configuration.trustedProxies = networks
+        },
         rate(
             "address-rate", environment: "ATTESTD_ADDRESS_RATE",
             help: "challenges and attestations per second per client address (default 20, burst 2x; 0 = unlimited)", \.perAddress),

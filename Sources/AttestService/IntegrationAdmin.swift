@@ -57,8 +57,13 @@ package struct IntegrationAdmin: Sendable {
             .info, "integration created",
             [
                 "client.id": .string(record.clientID), "workspace.id": .string(workspaceID), "team.id": .string(teamID),
-                "bundle_ids": .int(bundleIDs.count),
+                "bundle_ids": .int(bundleIDs.count), "environments": .string(record.environments.joined(separator: ",")),
             ])
+        if environments.contains(.development) {
+            logger?.log(
+                .warning, "integration accepts development keys (from developer-signed builds, not only the App Store app)",
+                ["client.id": .string(record.clientID)])
+        }
         return record
     }
 

@@ -44,7 +44,7 @@ struct IntegrationCommandTests {
         let show = Console()
         #expect(show.run(["integration", "show", clientID, "--db", database, "--json"]) == 0)
         #expect(show.json["bundle_ids"] as? [String] == ["com.example.a", "com.example.b"])
-        #expect(show.json["environments"] as? [String] == ["development", "production"])
+        #expect(show.json["environments"] as? [String] == ["production"])
         #expect(show.json["team_id"] as? String == "ABCDE12345")
     }
 
@@ -157,5 +157,16 @@ struct IntegrationCommandTests {
         #expect(second.run(["migrate", "--db", older]) == 0)
         #expect(second.out.withLock { $0.contains("up to date") })
         #expect(Console().run(["integration", "list", "--db", older]) == 0)
+    }
+
+    @Test("accepts production keys only unless development is asked for, and logs that choice")
+    func environmentDefault() throws {
+        let plain = Console()
+        #expect(create(plain) == 0)
+        #expect(!plain.err.withLock { $0.contains("development keys") })
+        let both = Console()
+        #expect(create(both, extra: ["--environment", "both", "--json"]) == 0)
+        #expect(both.json["environments"] as? [String] == ["development", "production"])
+        #expect(both.err.withLock { $0.contains(#""level":"warning""#) && $0.contains("development keys") })
     }
 }

@@ -64,13 +64,15 @@ struct WycheproofTests {
         #expect(Self.p384sha384Vectors.filter(\.valid).count == 194)
     }
 
-    @Test("P-256 / SHA-256 (assertion signatures)", arguments: p256Vectors)
+    @Test("P-256 / SHA-256 through PublicKey.verifySignature (the assertion signature path)", arguments: p256Vectors)
     func p256(_ vector: WycheproofVector) throws { try check(vector) }
 
-    @Test("P-384 / SHA-256 (the credential certificate's signature)", arguments: p384sha256Vectors)
+    @Test(
+        "P-384 / SHA-256 through PublicKey.verifySignature (the algorithm of the credential certificate's signature; the certificate path itself is OpenSSL's X509_verify_cert)",
+        arguments: p384sha256Vectors)
     func p384WithSHA256(_ vector: WycheproofVector) throws { try check(vector) }
 
-    @Test("P-384 / SHA-384 (the intermediate's signature)", arguments: p384sha384Vectors)
+    @Test("P-384 / SHA-384 through PublicKey.verifySignature (the algorithm of the intermediate's signature)", arguments: p384sha384Vectors)
     func p384WithSHA384(_ vector: WycheproofVector) throws { try check(vector) }
 
     private func check(_ vector: WycheproofVector) throws {

@@ -166,4 +166,24 @@ struct AttestdProcessTests {
         #expect(log.contains("refusing to start"))
         #expect(!log.contains("hunter2-secret"))
     }
+
+    @Test("creates its database files 0600 whatever the umask, and warns about a gateway secret others can read")
+    func fileModes() throws {
+        let directory = try temporaryDirectory()
+        let secret = directory.appendingPathComponent("gateway.secret")
+        try "a-gateway-secret-of-enough-length\n".write(to: secret, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: secret.path)
+        let attestd = try AttestdProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--gateway-secret-file", secret.path], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        #expect(try RawHTTPClient(port: port).request("GET", "/readyz").status == 200)
+        for name in ["attestd.sqlite", "attestd.sqlite-wal", "attestd.sqlite-shm"] {
+            let path = directory.appendingPathComponent(name).path
+            let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(name) is \(String(mode ?? 0, radix: 8))")
+        }
+        attestd.process.terminate()
+        let (_, log) = attestd.finish()
+        #expect(log.contains("can be read by other users"))
+    }
 }

@@ -1,11 +1,12 @@
 import AttestCore
 import AttestCrypto
-import AttestHTTP
 import AttestHTTPServer
 import AttestService
 import AttestTesting
 import Foundation
 import Testing
+
+@testable import AttestHTTP
 
 /// The API called as a responder, with built requests and no socket: routing and the error table.
 @Suite("AttestAPI as a responder (no socket)")
@@ -115,5 +116,79 @@ struct ResponderTests {
         let replayed = world.server.api.respond(to: Self.request("POST", "/v1/attest", json: valid))
         #expect(replayed.status == 401)
         #expect(Self.body(replayed)["reason"] as? String == "challenge_used")
+    }
+
+    @Test("an over-long client ID is cut to 64 bytes in the log line")
+    func longClientIDLog() throws {
+        let world = try HTTPWorld()
+        let huge = String(repeating: "x", count: 60_000)
+        let response = world.server.api.respond(to: Self.request("POST", "/v1/challenge", json: #"{"client_id":"\#(huge)"}"#))
+        #expect(response.status == 400)
+        let line = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"challenge""#) })
+        #expect(line.utf8.count < 1_000)
+        #expect(line.contains(String(repeating: "x", count: 64) + "..."))
+    }
+
+    @Test(
+        "an over-long or malformed Bearer credential is an invalid token (RFC 6750 error=invalid_token); none at all is not",
+        arguments: [
+            ("Bearer " + String(repeating: "a", count: 10_000), "invalid_token"), ("Bearer a b", "invalid_token"),
+            ("Bearer ", "invalid_token"), ("Bearer", "invalid_token"), ("Basic dXNlcjpwYXNz", "missing_token"),
+        ])
+    func bearerShapes(_ header: String, _ reason: String) throws {
+        let world = try HTTPWorld()
+        let response = world.server.api.respond(
+            to: Self.request("GET", "/v1/authorize", headers: [HTTPHeader(name: "Authorization", value: header)]))
+        #expect(response.status == 401)
+        #expect(Self.body(response)["reason"] as? String == reason)
+        let challenge = response.headers.first { $0.name == "WWW-Authenticate" }?.value
+        #expect(challenge == (reason == "invalid_token" ? #"Bearer error="invalid_token""# : "Bearer"))
+    }
+
+    @Test("X-Forwarded-For names the client only when the peer is a trusted proxy")
+    func trustedProxy() throws {
+        func challenges(_ world: HTTPWorld, from forwarded: String) -> Int {
+            let request = Self.request(
+                "POST", "/v1/challenge", json: #"{"client_id":"\#(world.integration.clientID)"}"#,
+                headers: [HTTPHeader(name: "X-Forwarded-For", value: forwarded)])
+            return world.server.api.respond(to: request).status
+        }
+        let trusting = try HTTPWorld {
+            $0.perAddress = RateLimit(perSecond: 0.001, burst: 1)
+            $0.trustedProxies = ["127.0.0.1/32"]
+        }
+        // Each forwarded address has its own bucket of one.
+        #expect(challenges(trusting, from: "203.0.113.7") == 200)
+        #expect(challenges(trusting, from: "203.0.113.8") == 200)
+        #expect(challenges(trusting, from: "198.51.100.1, 203.0.113.7") == 429)
+        let line = try #require(trusting.sink.lines.withLock { $0 }.last { $0.contains(#""route":"challenge""#) })
+        #expect(line.contains(#""remote":"203.0.113.7""#))
+
+        let untrusting = try HTTPWorld { $0.perAddress = RateLimit(perSecond: 0.001, burst: 1) }
+        // The header is ignored: both requests share 127.0.0.1's bucket; attestd says why once.
+        #expect(challenges(untrusting, from: "203.0.113.7") == 200)
+        #expect(challenges(untrusting, from: "203.0.113.8") == 429)
+        #expect(untrusting.sink.lines.withLock { $0 }.filter { $0.contains("every client shares the proxy's bucket") }.count == 1)
+    }
+}
+
+@Suite("Trusted proxy networks")
+struct IPNetworkTests {
+    @Test(
+        "CIDR networks match their addresses only",
+        arguments: [
+            ("127.0.0.1/32", "127.0.0.1", true), ("127.0.0.1/32", "127.0.0.2", false), ("10.0.0.0/8", "10.200.1.1", true),
+            ("10.0.0.0/8", "11.0.0.1", false), ("::1/128", "::1", true), ("::1/128", "127.0.0.1", false),
+            ("2001:db8::/32", "2001:db8:1::5", true), ("0.0.0.0/0", "192.0.2.1", true), ("127.0.0.1/32", "::ffff:127.0.0.1", true),
+        ])
+    func contains(_ network: String, _ address: String, _ expected: Bool) throws {
+        #expect(try #require(IPNetwork(network)).contains(address) == expected)
+    }
+
+    @Test(
+        "malformed networks are refused",
+        arguments: ["", "10.0.0.0/33", "10.0.0/8", "::1/129", "localhost/32", "10.0.0.0/-1", "1.2.3.4/8x"])
+    func refused(_ text: String) {
+        #expect(IPNetwork(text) == nil)
     }
 }
