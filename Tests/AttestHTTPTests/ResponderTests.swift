@@ -170,6 +170,33 @@ struct ResponderTests {
         #expect(challenges(untrusting, from: "203.0.113.8") == 429)
         #expect(untrusting.sink.lines.withLock { $0 }.filter { $0.contains("every client shares the proxy's bucket") }.count == 1)
     }
+
+    @Test("a malformed assertion gets a byte-identical answer for a registered and for an unknown key")
+    func malformedAssertionNoOracle() throws {
+        let world = try HTTPWorld()
+        let client = try world.client()
+        let registered = try SyntheticDevice()
+        _ = try world.attest(client, device: registered)
+        let stranger = try SyntheticDevice()
+        let emptySignature: [UInt8] =
+            [0xA2, 0x69] + Array("signature".utf8) + [0x40, 0x71] + Array("authenticatorData".utf8) + [0x58, 0x25]
+            + [UInt8](repeating: 0, count: 37)
+        for object in [[0xFF], [0xA0], emptySignature] as [[UInt8]] {
+            var answers: [String] = []
+            for device in [registered, stranger] {
+                let challenge = try world.challenge(client).text
+                let body = JSONText.object([
+                    ("client_id", world.integration.clientID), ("key_id", Base64Text.encode(device.keyID)),
+                    ("assertion", Base64Text.encode(object)), ("challenge", challenge),
+                ])
+                let response = world.server.api.respond(to: Self.request("POST", "/v1/token", json: body))
+                answers.append("\(response.status) " + String(decoding: response.body, as: UTF8.self))
+            }
+            #expect(answers[0] == answers[1], "\(Hex.encode(object))")
+            // The parse answer, not the bad-signature one an unknown key used to get.
+            #expect(!answers[0].contains(#""reason":"signature""#), "\(answers[0])")
+        }
+    }
 }
 
 @Suite("Trusted proxy networks")
