@@ -54,6 +54,12 @@ func accessHandler(
         if hasAmbiguousFraming(state.headers) {
             return queue(HTTPResponse(status: 400), on: connection, forceClose: true)
         }
+        // A transfer coding other than plain `chunked` (`gzip, chunked`, `identity`): libmicrohttpd
+        // 0.9.75 would wait for a body it cannot frame until the connection times out. RFC 9112
+        // section 6.1: 501 for a coding the server does not understand, and the connection closed.
+        if hasUnsupportedTransferCoding(state.headers) {
+            return queue(HTTPResponse(status: 501), on: connection, forceClose: true)
+        }
         if declaredBodyLengthExceeds(context.maximumBodyBytes, headers: state.headers) {
             return queuePayloadTooLarge(on: connection)
         }
@@ -109,6 +115,14 @@ func hasAmbiguousFraming(_ headers: [HTTPHeader]) -> Bool {
                     || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
             }
     }
+}
+
+/// True when a `Transfer-Encoding` field is anything but exactly `chunked` (case-insensitive,
+/// surrounding spaces allowed), or appears twice: the only coding attestd reads is chunked alone.
+func hasUnsupportedTransferCoding(_ headers: [HTTPHeader]) -> Bool {
+    let codings = headers.filter { $0.name.equalsHeaderName("Transfer-Encoding") }
+    guard !codings.isEmpty else { return false }
+    return codings.count > 1 || !codings[0].value.trimmingASCIISpaces().lowercased().elementsEqual("chunked")
 }
 
 /// How many bytes of an oversized chunked body are read and dropped, after the limit is crossed, in the

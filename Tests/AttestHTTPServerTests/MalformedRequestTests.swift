@@ -66,3 +66,41 @@ struct AmbiguousFramingTests {
         #expect(responder.requests.isEmpty)
     }
 }
+
+@Suite("HTTPServer: transfer codings other than chunked are refused at once")
+struct TransferCodingTests {
+    static let cases: [(String, String)] = [
+        ("gzip, chunked", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"),
+        ("identity", "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n{}"),
+        (
+            "two Transfer-Encoding fields",
+            "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+        ),
+    ]
+
+    @Test("answers 501 within a second, closes the connection and never reaches the responder", arguments: cases.map(\.0))
+    func refuses(_ name: String) throws {
+        let responder = RecordingResponder()
+        let server = try startServer(responder)
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 2)
+        let started = ContinuousClock.now
+        try client.send(try #require(Self.cases.first { $0.0 == name }?.1))
+        let response = try client.receiveResponse()
+        #expect(response.status == 501)
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(client.discardUntilClosed())
+        #expect(responder.requests.isEmpty)
+    }
+
+    @Test("plain chunked still works")
+    func chunked() throws {
+        let responder = RecordingResponder()
+        let server = try startServer(responder)
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        try client.send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        #expect(try client.receiveResponse().status == 200)
+        #expect(responder.requests.first?.body == Array("{}".utf8))
+    }
+}
