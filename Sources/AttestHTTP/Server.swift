@@ -102,12 +102,21 @@ package final class Server: Sendable {
                 ]
             })
         var httpConfiguration = HTTPServer.Configuration(
-            host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress)
+            host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
+            requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
         if let threads = configuration.threads { httpConfiguration.threads = threads }
         do {
             http = try HTTPServer(configuration: httpConfiguration, responder: api)
         } catch {
             throw StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
+        }
+        if http.connectionLimit < httpConfiguration.connectionLimit {
+            logger.log(
+                .warning, "the open-files limit allows fewer connections than configured: raise LimitNOFILE",
+                [
+                    "connections.configured": .int(Int(httpConfiguration.connectionLimit)),
+                    "connections.allowed": .int(Int(http.connectionLimit)),
+                ])
         }
         logger.log(
             .info, "listening",

@@ -17,7 +17,10 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var insecureTestMode = false
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
     /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
-    package var connectionsPerAddress: UInt32 = 128
+    /// 32 of 4,096: it takes 128 addresses to fill the server.
+    package var connectionsPerAddress: UInt32 = 32
+    /// Seconds a request's headers and body may take in all (408 past it; 0 = no deadline).
+    package var requestDeadlineSeconds = 10
     /// Seconds between purges of expired challenges and tokens.
     package var purgeIntervalSeconds = 60
     /// How long a request waits for another writer (attestctl, a backup) before answering 503.
@@ -105,11 +108,15 @@ package struct ServerConfiguration: Sendable, Equatable {
             \.purgeIntervalSeconds),
         Setting(
             "connections-per-address", environment: "ATTESTD_CONNECTIONS_PER_ADDRESS", value: "N",
-            help: "open connections allowed from one client address, of 1024 in all (default 128; 0 = no cap; raise it behind a proxy)"
+            help: "open connections allowed from one client address, of 4096 in all (default 32; 0 = no cap; raise it behind a proxy)"
         ) { configuration, text throws(UsageError) in
-            guard let count = UInt32(text), count <= 1024 else { throw UsageError(message: "--connections-per-address takes 0 to 1024") }
+            guard let count = UInt32(text), count <= 4096 else { throw UsageError(message: "--connections-per-address takes 0 to 4096") }
             configuration.connectionsPerAddress = count
         },
+        whole(
+            "request-deadline", environment: "ATTESTD_REQUEST_DEADLINE", value: "SECONDS",
+            help: "a request's headers and body must arrive within this many seconds, however they trickle (default 10; 0 = none)",
+            in: 0...300, unit: " seconds", \.requestDeadlineSeconds),
         Setting(
             flag: "insecure-test-mode",
             help: "NEVER IN PRODUCTION: enables POST /test/clock and /test/challenge to replay recorded devices (loopback only)"

@@ -19,6 +19,10 @@ extension HTTPServer {
         package var connectionLimit: UInt32
         /// Connections open at once from one IP address; 0 means no per-address limit.
         package var perAddressConnectionLimit: UInt32
+        /// Seconds a request's headers and body may take in all, however steadily they trickle in
+        /// (answered 408 and closed past it); also bounds a request line trickled into an open
+        /// connection. 0 disables the deadline.
+        package var requestDeadlineSeconds: UInt32
 
         /// Makes a configuration; the defaults suit a service behind a local reverse proxy.
         package init(
@@ -27,8 +31,9 @@ extension HTTPServer {
             threads: Int = HTTPServer.Configuration.activeCoreCount,
             maximumBodyBytes: Int = 65_536,
             connectionTimeoutSeconds: UInt32 = 10,
-            connectionLimit: UInt32 = 1024,
-            perAddressConnectionLimit: UInt32 = 0
+            connectionLimit: UInt32 = 4096,
+            perAddressConnectionLimit: UInt32 = 0,
+            requestDeadlineSeconds: UInt32 = 10
         ) {
             self.host = host
             self.port = port
@@ -37,6 +42,7 @@ extension HTTPServer {
             self.connectionTimeoutSeconds = connectionTimeoutSeconds
             self.connectionLimit = connectionLimit
             self.perAddressConnectionLimit = perAddressConnectionLimit
+            self.requestDeadlineSeconds = requestDeadlineSeconds
         }
 
         /// The number of online processors (at least 1), the default thread count.

@@ -14,6 +14,9 @@ package final class HTTPServer: Sendable {
     private let daemon: Mutex<OpaquePointer?>
     /// How long `stop()` waits for in-flight requests before closing them anyway.
     private let drainLimit: Duration
+    /// The connection limit in force: the configured one, or less when the process may not open
+    /// that many descriptors (see `FileDescriptorBudget`).
+    package let connectionLimit: UInt32
 
     /// Binds, starts the worker threads and begins answering with `responder`.
     package init(configuration: Configuration, responder: any HTTPResponder) throws(HTTPServerError) {
@@ -24,17 +27,20 @@ package final class HTTPServer: Sendable {
         if address.isIPv6 && MHD_is_feature_supported(.feature_IPv6) != .YES {
             throw .startFailed("this libmicrohttpd was built without IPv6 support")
         }
-        let context = ServerContext(responder: responder, maximumBodyBytes: configuration.maximumBodyBytes)
+        let context = ServerContext(
+            responder: responder, maximumBodyBytes: configuration.maximumBodyBytes,
+            requestDeadline: .seconds(Int(configuration.requestDeadlineSeconds)))
         // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal polling threads.
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        let connectionLimit = FileDescriptorBudget.connections(wanted: configuration.connectionLimit)
 
         let (started, startErrno): (OpaquePointer?, Int32) = address.withSockaddrPointer { socketAddress in
             var options = [
                 MHD_OptionItem(option: .SOCK_ADDR, value: 0, ptr_value: socketAddress),
                 MHD_OptionItem(option: .THREAD_POOL_SIZE, value: configuration.threads, ptr_value: nil),
-                MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(configuration.connectionLimit), ptr_value: nil),
+                MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(connectionLimit), ptr_value: nil),
                 MHD_OptionItem(
                     option: .CONNECTION_TIMEOUT, value: Int(configuration.connectionTimeoutSeconds), ptr_value: nil),
                 MHD_OptionItem(
@@ -45,7 +51,7 @@ package final class HTTPServer: Sendable {
             let started = options.withUnsafeMutableBufferPointer { options in
                 CMicroHTTPD_start_daemon(
                     flags, configuration.port, accessHandler, contextPointer, requestCompletedCallback, contextPointer,
-                    uriLogCallback, contextPointer, options.baseAddress)
+                    uriLogCallback, contextPointer, connectionNotifyCallback, contextPointer, options.baseAddress)
             }
             return (started, errno)
         }
@@ -64,7 +70,9 @@ package final class HTTPServer: Sendable {
             throw .startFailed("MHD_DAEMON_INFO_BIND_PORT returned no port")
         }
         self.port = boundPort
+        self.connectionLimit = connectionLimit
         self.context = context
+        context.deadlines.start()
         self.daemon = Mutex(started)
         let timeout = configuration.connectionTimeoutSeconds
         self.drainLimit = .seconds(timeout == 0 ? 10 : Int(timeout))
@@ -96,10 +104,36 @@ package final class HTTPServer: Sendable {
                 usleep(2_000)
             }
             MHD_stop_daemon(handle)
+            context.deadlines.stop()
             if listenSocket != MHD_INVALID_SOCKET {
                 // The descriptor is ours now and nothing else uses it; a close error cannot be acted on.
                 _ = close(listenSocket)
             }
         }
     }
+}
+
+/// Descriptors for the connection limit: each connection holds one, and the soft RLIMIT_NOFILE is
+/// often 1024. The soft limit is raised towards the hard one so the configured connection limit
+/// fits with room for the database, logs and the listen socket; when even the hard limit is too
+/// low, the connection limit is lowered to what fits (libmicrohttpd would otherwise fail accepts).
+enum FileDescriptorBudget {
+    /// Descriptors kept for everything but connections.
+    static let reserve: UInt32 = 256
+
+    static func connections(wanted: UInt32) -> UInt32 {
+        var limit = rlimit()
+        guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return wanted }
+        let needed = rlim_t(wanted) + rlim_t(reserve)
+        if limit.rlim_cur < needed {
+            var raised = limit
+            raised.rlim_cur = min(needed, limit.rlim_max)
+            if setrlimit(RLIMIT_NOFILE_VALUE, &raised) == 0 { limit = raised }
+        }
+        guard limit.rlim_cur < needed else { return wanted }
+        return UInt32(max(1, Int64(limit.rlim_cur) - Int64(reserve)))
+    }
+
+    /// RLIMIT_NOFILE as the type getrlimit takes on Linux (an enum there, an int elsewhere).
+    private static var RLIMIT_NOFILE_VALUE: __rlimit_resource_t { __rlimit_resource_t(RLIMIT_NOFILE.rawValue) }
 }

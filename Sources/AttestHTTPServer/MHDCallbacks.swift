@@ -13,6 +13,7 @@ func uriLogCallback(
     guard let cls else { return nil }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     context.activeRequests.add(1, ordering: .sequentiallyConsistent)
+    if let connection { context.deadlines.requestStarted(CMicroHTTPD_connection_fd(connection)) }
     let state = RequestState(target: uri.map { String(cString: $0) } ?? "")
     return Unmanaged.passRetained(state).toOpaque()
 }
@@ -28,6 +29,22 @@ func requestCompletedCallback(
     Unmanaged<RequestState>.fromOpaque(statePointer).release()
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     context.activeRequests.subtract(1, ordering: .sequentiallyConsistent)
+    if let connection { context.deadlines.requestCompleted(CMicroHTTPD_connection_fd(connection)) }
+}
+
+/// MHD_OPTION_NOTIFY_CONNECTION: a connection opened or closed; tracked for the request deadline.
+func connectionNotifyCallback(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ code: MHD_ConnectionNotificationCode
+) {
+    guard let cls, let connection else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    let fd = CMicroHTTPD_connection_fd(connection)
+    if code == .CONNECTION_NOTIFY_STARTED {
+        context.deadlines.opened(fd)
+    } else {
+        context.deadlines.closed(fd)
+    }
 }
 
 /// The access handler. MHD calls it once when the headers are complete, once per piece of body
@@ -85,6 +102,8 @@ func accessHandler(
         return .YES
     }
 
+    // The watchdog may have cut the request off while its last bytes arrived: then nothing is answered.
+    guard context.deadlines.beginAnswer(CMicroHTTPD_connection_fd(connection)) else { return .NO }
     if state.discardedBytes > 0 {
         return queuePayloadTooLarge(on: connection)
     }

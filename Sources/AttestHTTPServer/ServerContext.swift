@@ -13,10 +13,13 @@ final class ServerContext: Sendable {
     /// Set when `stop()` begins: responses from then on carry `Connection: close`, so keep-alive
     /// clients leave instead of starting another request on a daemon that is draining.
     let isStopping = Atomic<Bool>(false)
+    /// The absolute deadline of every request's headers and body.
+    let deadlines: RequestDeadlines
 
-    init(responder: any HTTPResponder, maximumBodyBytes: Int) {
+    init(responder: any HTTPResponder, maximumBodyBytes: Int, requestDeadline: Duration) {
         self.responder = responder
         self.maximumBodyBytes = maximumBodyBytes
+        deadlines = RequestDeadlines(limit: requestDeadline)
     }
 }
 

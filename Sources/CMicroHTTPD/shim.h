@@ -18,16 +18,19 @@ typedef void *(*CMicroHTTPD_URILogCallback)(void *cls, const char *uri, struct M
 // (access handler, MHD_OPTION_NOTIFY_COMPLETED, MHD_OPTION_URI_LOG_CALLBACK) are typed parameters,
 // and every other option arrives as an MHD_OPTION_ARRAY terminated by {MHD_OPTION_END, 0, NULL}.
 // No accept-policy callback: connection limits are MHD options.
+// MHD_OPTION_NOTIFY_CONNECTION (connection opened and closed) is the fourth such callback.
 static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     unsigned int flags, uint16_t port,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
     CMicroHTTPD_URILogCallback uri_log, void *uri_log_cls,
+    MHD_NotifyConnectionCallback notify, void *notify_cls,
     struct MHD_OptionItem *options)
 {
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, uri_log_cls,
+                            MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,
                             MHD_OPTION_ARRAY, options,
                             MHD_OPTION_END);
 }
@@ -46,6 +49,13 @@ static inline const struct sockaddr *CMicroHTTPD_connection_client_address(struc
 {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info == NULL ? NULL : info->client_addr;
+}
+
+// MHD_get_connection_info again (variadic): the connection's socket, or -1 when MHD cannot tell.
+static inline int CMicroHTTPD_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }
 
 #endif

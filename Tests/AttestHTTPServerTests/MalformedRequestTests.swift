@@ -1,4 +1,5 @@
 import AttestTesting
+import Glibc
 import Testing
 
 @testable import AttestHTTPServer
@@ -102,5 +103,61 @@ struct TransferCodingTests {
         try client.send("POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
         #expect(try client.receiveResponse().status == 200)
         #expect(responder.requests.first?.body == Array("{}".utf8))
+    }
+}
+
+@Suite("HTTPServer: an absolute deadline for each request's headers and body")
+struct RequestDeadlineTests {
+    @Test("a client trickling header lines is answered 408 and closed at the deadline, and others are served meanwhile")
+    func trickledHeaders() throws {
+        let responder = RecordingResponder()
+        let server = try startServer(responder) { $0.requestDeadlineSeconds = 1 }
+        defer { server.stop() }
+        let slow = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 5)
+        try slow.send("GET /slow HTTP/1.1\r\nHost: x\r\n")
+        let started = ContinuousClock.now
+        for index in 0..<8 {
+            usleep(250_000)  // one header line every 250 ms: never silent long enough for an idle timeout
+            if (try? slow.send("X-Trickle-\(index): y\r\n")) == nil { break }
+            let healthy = try RawHTTPClient(port: server.port)
+            try healthy.sendGET("/ok")
+            #expect(try healthy.receiveResponse().status == 200)
+        }
+        #expect((try? slow.receiveResponse())?.status == 408)
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(slow.discardUntilClosed())
+        #expect(!responder.requests.map(\.path).contains("/slow"))
+        #expect(server.context.deadlines.timedOut.load(ordering: .relaxed) == 1)
+    }
+
+    @Test("a body trickled past the deadline is cut off too")
+    func trickledBody() throws {
+        let responder = RecordingResponder()
+        let server = try startServer(responder) { $0.requestDeadlineSeconds = 1 }
+        defer { server.stop() }
+        let slow = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 5)
+        try slow.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        let started = ContinuousClock.now
+        for _ in 0..<12 {
+            usleep(250_000)
+            if (try? slow.send("a")) == nil { break }
+        }
+        #expect(slow.discardUntilClosed())
+        #expect(ContinuousClock.now - started < .seconds(4))
+        #expect(responder.requests.isEmpty)
+    }
+
+    @Test("a kept-alive connection gets a fresh deadline for each request")
+    func keepAlive() throws {
+        let responder = RecordingResponder()
+        let server = try startServer(responder) { $0.requestDeadlineSeconds = 1 }
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        for index in 0..<3 {
+            try client.sendGET("/k\(index)")
+            #expect(try client.receiveResponse().status == 200)
+            usleep(700_000)  // 0.7 s idle between requests, 2.1 s on the connection in all
+        }
+        #expect(responder.requests.count == 3)
     }
 }
