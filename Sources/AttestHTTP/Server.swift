@@ -130,6 +130,11 @@ package final class Server: Sendable {
     /// Stops accepting, lets in-flight requests finish, and closes the listener.
     package func stop() {
         http.stop()
+        do {
+            try service.closeStorage()
+        } catch {
+            logger.log(.error, "closing the database failed", ["error": .string(error.reason)])
+        }
         logger.log(.info, "stopped")
     }
 

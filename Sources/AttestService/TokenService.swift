@@ -227,6 +227,11 @@ package final class TokenService: Sendable {
         try stored { () throws(StorageError) in try store.statistics() }
     }
 
+    /// Closes the storage at a clean stop (after the last request).
+    package func closeStorage() throws(ServiceError) {
+        try stored { () throws(StorageError) in try store.close() }
+    }
+
     /// Throws `storage_unavailable` when the storage cannot serve requests now (`/readyz`).
     package func checkStorage() throws(ServiceError) {
         try stored { () throws(StorageError) in try store.checkAvailable() }

@@ -394,6 +394,18 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
+    package func close() throws(StorageError) {
+        try writer.use { database throws(StorageError) in
+            // TRUNCATE: every page of the log goes into the file and the log is cut to zero bytes,
+            // so a copy of the .sqlite file alone holds everything (docs/OPERATIONS.md, backups).
+            let statement = try database.prepare("PRAGMA wal_checkpoint(TRUNCATE)")
+            _ = try statement.step()
+            guard statement.int64(at: 0) == 0 else {
+                throw .busy("the write-ahead log could not be checkpointed: another connection is reading")
+            }
+        }
+    }
+
     package func checkAvailable() throws(StorageError) {
         try read { database throws(StorageError) in _ = try Self.rows(database, "SELECT 1", []) { $0.int64(at: 0) } }
     }

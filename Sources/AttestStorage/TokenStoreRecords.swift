@@ -243,6 +243,10 @@ package protocol TokenStore: Sendable {
     /// Takes one token from the bucket every node shares under `bucket` (refilled at `perSecond`
     /// up to `burst`, in one transaction): nil when taken, or the seconds to wait.
     func takeSharedToken(bucket: String, perSecond: Double, burst: Double, at now: Double) throws(StorageError) -> Int?
+    /// Called once at a clean stop, after the last request: SQLite folds its write-ahead log into
+    /// the database file (and empties the log), so that a stopped database is one complete file;
+    /// PostgreSQL closes its connections.
+    func close() throws(StorageError)
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)

@@ -186,4 +186,32 @@ struct AttestdProcessTests {
         let (_, log) = attestd.finish()
         #expect(log.contains("can be read by other users"))
     }
+
+    @Test("after SIGTERM the database is one complete file: a copy of attestd.sqlite alone holds every integration")
+    func coldCopyAfterStop() throws {
+        let directory = try temporaryDirectory()
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        _ = try #require(attestd.listeningPort())
+        let database = directory.appendingPathComponent("attestd.sqlite").path
+        let tool = Process()
+        tool.executableURL = Bundle.main.bundleURL.appendingPathComponent("attestctl")
+        tool.arguments = [
+            "integration", "create", "--db", database, "--workspace", "ws", "--name", "kept", "--team-id", "ABCDE12345",
+            "--bundle-id", "com.example.a",
+        ]
+        tool.standardOutput = FileHandle.nullDevice
+        tool.standardError = FileHandle.nullDevice
+        try tool.run()
+        tool.waitUntilExit()
+        #expect(tool.terminationStatus == 0)
+        attestd.process.terminate()
+        #expect(attestd.finish().status == 0)
+        let wal = (try? FileManager.default.attributesOfItem(atPath: database + "-wal")[.size] as? Int) ?? 0
+        #expect(wal == 0, "the -wal file still holds \(wal) bytes")
+
+        let copy = try temporaryDirectory().appendingPathComponent("attestd.sqlite").path
+        try FileManager.default.copyItem(atPath: database, toPath: copy)
+        let store = try SQLiteTokenStore(existingAt: copy)
+        #expect(try store.integrations().map(\.name) == ["kept"])
+    }
 }
