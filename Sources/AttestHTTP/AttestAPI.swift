@@ -10,9 +10,9 @@ import Synchronization
 package struct AttestAPI: HTTPResponder {
     /// What the API needs besides the service.
     package struct Settings: Sendable {
-        /// The credential `/v1/introspect` callers present as `Authorization: Bearer`; nil
+        /// The credentials `/v1/introspect` callers present as `Authorization: Bearer`; nil
         /// refuses every introspection (401).
-        package var gatewaySecret: String?
+        package var gatewaySecrets: GatewaySecrets?
         /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
         package var trustsAppleRoot: Bool
         package var version: String
@@ -26,10 +26,10 @@ package struct AttestAPI: HTTPResponder {
         package var limitsPerAddress: Bool
 
         package init(
-            gatewaySecret: String?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
+            gatewaySecrets: GatewaySecrets?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
             testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true
         ) {
-            self.gatewaySecret = gatewaySecret
+            self.gatewaySecrets = gatewaySecrets
             self.trustsAppleRoot = trustsAppleRoot
             self.version = version
             self.storage = storage
@@ -286,8 +286,7 @@ package struct AttestAPI: HTTPResponder {
 
     /// RFC 7662 introspection, for callers holding the gateway secret.
     private func introspect(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
-        guard let secret = settings.gatewaySecret, case .credential(let presented) = Self.bearer(request),
-            ConstantTime.equals(Array(presented.utf8), Array(secret.utf8))
+        guard let secrets = settings.gatewaySecrets, case .credential(let presented) = Self.bearer(request), secrets.accepts(presented)
         else {
             throw Problem(
                 .unauthorized, .gatewaySecret, "introspection needs the gateway credential",

@@ -52,19 +52,17 @@ package final class Server: Sendable {
         } catch {
             throw StartupError(description: "cannot load the trust anchor: \(error)")
         }
-        var secret: String?
+        var secrets: GatewaySecrets?
         if let file = configuration.gatewaySecretFile {
-            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                throw StartupError(description: "cannot read the gateway secret file \(file)")
+            do {
+                secrets = try GatewaySecrets(file: file)
+            } catch {
+                throw StartupError(description: error.description)
             }
             if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
                 logger.log(
                     .warning, "the gateway secret file can be read by other users: chmod 600 it (and chown it to attestd's user)",
                     ["file": .string(file), "mode": .string(String(mode, radix: 8))])
-            }
-            secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let secret, secret.utf8.count >= 16 else {
-                throw StartupError(description: "the gateway secret in \(file) must be at least 16 characters")
             }
         } else {
             logger.log(.warning, "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
@@ -85,7 +83,7 @@ package final class Server: Sendable {
         api = AttestAPI(
             service: service,
             settings: AttestAPI.Settings(
-                gatewaySecret: secret, trustsAppleRoot: anchor.isAppleRoot, version: version,
+                gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
                 storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
                 limitsPerAddress: configuration.perAddress.perSecond > 0),
             logger: logger,
@@ -136,6 +134,21 @@ package final class Server: Sendable {
             logger.log(.error, "closing the database failed", ["error": .string(error.reason)])
         }
         logger.log(.info, "stopped")
+    }
+
+    /// Re-reads the gateway secrets file (SIGHUP); on an error the secrets in force stay and the
+    /// error is logged. Never logs a secret.
+    package func reloadGatewaySecrets() {
+        guard let secrets = api.settings.gatewaySecrets else {
+            logger.log(.warning, "SIGHUP: no --gateway-secret-file to re-read")
+            return
+        }
+        do {
+            let count = try secrets.reload()
+            logger.log(.info, "gateway secrets reloaded", ["file": .string(secrets.file), "secrets": .int(count)])
+        } catch {
+            logger.log(.error, "gateway secrets not reloaded; the previous ones stay in force", ["error": .string(error.description)])
+        }
     }
 
     /// Deletes expired tokens and challenges; logs failures.

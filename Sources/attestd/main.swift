@@ -41,6 +41,16 @@ let signals = [SIGTERM, SIGINT].map { number in
     return source
 }
 
+// SIGHUP: re-read the gateway secrets file in this process (no restart, no dropped request).
+signal(SIGHUP, SIG_IGN)
+var hangUp = sigset_t()
+sigemptyset(&hangUp)
+sigaddset(&hangUp, SIGHUP)
+pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)
+let reloadSignal = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+reloadSignal.setEventHandler { running.withLock { $0 }?.reloadGatewaySecrets() }
+reloadSignal.resume()
+
 let server: Server
 do {
     server = try Server(configuration: configuration, version: version, logger: logger)
@@ -59,4 +69,4 @@ purgeTimer.setEventHandler { server.purge() }
 purgeTimer.resume()
 server.purge()
 
-withExtendedLifetime((signals, purgeTimer)) { dispatchMain() }
+withExtendedLifetime((signals, reloadSignal, purgeTimer)) { dispatchMain() }

@@ -1,6 +1,7 @@
 import AttestStorage
 import AttestTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// The real `attestd` binary (`swift test` builds the executables beside the test bundle).
@@ -214,4 +215,72 @@ struct AttestdProcessTests {
         let store = try SQLiteTokenStore(existingAt: copy)
         #expect(try store.integrations().map(\.name) == ["kept"])
     }
+
+    @Test("rotates the gateway secret on SIGHUP: old and new both work in between, no request fails during the reload")
+    func secretRotation() throws {
+        let directory = try temporaryDirectory()
+        let file = directory.appendingPathComponent("gateway.secret")
+        let old = "old-gateway-secret-0123456789", new = "new-gateway-secret-0123456789"
+        func write(_ lines: [String]) throws {
+            try (lines.joined(separator: "\n") + "\n").write(to: file, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+        }
+        try write([old])
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0", "--gateway-secret-file", file.path], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        @Sendable func introspect(_ secret: String) -> Int {
+            guard let client = try? RawHTTPClient(port: port),
+                let response = try? client.request(
+                    "POST", "/v1/introspect",
+                    headers: [
+                        ("Authorization", "Bearer \(secret)"), ("Content-Type", "application/x-www-form-urlencoded"), ("Connection", "close"),
+                    ],
+                    body: Array("token=atk_x".utf8))
+            else { return 0 }
+            return response.status
+        }
+        #expect(introspect(old) == 200)
+        let statuses = Mutex<[Int]>([])
+        let load = Thread {
+            let end = ContinuousClock.now + .seconds(2)
+            while ContinuousClock.now < end {
+                let status = introspect(old)
+                statuses.withLock { $0.append(status) }
+                // Paced: attestd's log lines go to a pipe this test reads only at the end (64 KiB).
+                usleep(20_000)
+            }
+        }
+        load.start()
+        usleep(300_000)
+        try write([old, new])
+        kill(attestd.process.processIdentifier, SIGHUP)
+        #expect(eventually(within: 2) { introspect(new) == 200 })
+        usleep(2_000_000)
+        let during = statuses.withLock { $0 }
+        #expect(!during.isEmpty && during.allSatisfy { $0 == 200 }, "\(Set(during))")
+        try write([new])
+        kill(attestd.process.processIdentifier, SIGHUP)
+        #expect(eventually(within: 2) { introspect(old) == 401 })
+        #expect(introspect(new) == 200)
+        try write(["short"])
+        kill(attestd.process.processIdentifier, SIGHUP)
+        usleep(300_000)
+        #expect(introspect(new) == 200)  // a bad file changes nothing
+        #expect(attestd.process.isRunning)
+        attestd.process.terminate()
+        let (status, log) = attestd.finish()
+        #expect(status == 0)
+        #expect(log.contains("gateway secrets reloaded") && log.contains("previous ones stay in force"))
+        #expect(!log.contains(old) && !log.contains(new))
+    }
+}
+
+/// Polls `condition` every 50 ms for at most `seconds`.
+func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        usleep(50_000)
+    }
+    return condition()
 }
