@@ -30,7 +30,9 @@ struct Command: Sendable {
 package struct AttestCtl: Sendable {
     static let commands: [Command] = [
         VerifyCommands.attestation, VerifyCommands.assertion, IntegrationCommands.create, IntegrationCommands.revoke,
-        IntegrationCommands.list, IntegrationCommands.show, StoreCommands.migrate, StoreCommands.copy, SimulateCommand.command,
+        IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend, IntegrationCommands.resume,
+        IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList, StoreCommands.migrate,
+        StoreCommands.copy, SimulateCommand.command,
     ]
 
     let io: ToolIO

@@ -21,25 +21,39 @@ enum IntegrationCommands {
         "environment", value: "production|development|both",
         help: "App Attest environments accepted (default: production; development keys come from Xcode builds, opt in explicitly)")
     static let yes = OptionSpec(flag: "yes", help: "do not ask for confirmation")
+    static let actor = OptionSpec(
+        "actor", value: "NAME", help: "who acts, for the audit log (default: $SUDO_USER, else $USER)")
+    static let maxLiveTokens = OptionSpec(
+        "max-live-tokens-per-device", value: "N",
+        help: "a refresh keeps only the device's newest N tokens (default: no limit; eager clients may hold several)")
 
     static let create = Command(
         path: ["integration", "create"],
         summary: "Register an app integration and print its client ID.",
-        options: [workspace, name, teamID, bundleID, environment, database, json],
+        options: [workspace, name, teamID, bundleID, environment, maxLiveTokens, database, actor, json],
         run: runCreate)
 
     static let revoke = Command(
         path: ["integration", "revoke"],
         summary: "Revoke an integration permanently: its tokens stop working at once, its devices are blocked.",
-        options: [yes, database, json],
+        options: [yes, database, actor, json],
         positionals: ["CLIENT_ID"],
         run: runRevoke)
 
+    static let suspend = Command(
+        path: ["integration", "suspend"],
+        summary: "Pause an integration while an incident is investigated: its tokens and devices are refused, nothing is deleted.",
+        options: [database, actor], positionals: ["CLIENT_ID"], run: { options, io throws(UsageError) in runSuspend(options, io, true) })
+
+    static let resume = Command(
+        path: ["integration", "resume"], summary: "Resume a suspended integration: the same tokens and devices work again.",
+        options: [database, actor], positionals: ["CLIENT_ID"], run: { options, io throws(UsageError) in runSuspend(options, io, false) })
+
     static let list = Command(
-        path: ["integration", "list"], summary: "List integrations.", options: [database, json], run: runList)
+        path: ["integration", "list"], summary: "List integrations.", options: [database, actor, json], run: runList)
 
     static let show = Command(
-        path: ["integration", "show"], summary: "Show one integration.", options: [database, json], positionals: ["CLIENT_ID"],
+        path: ["integration", "show"], summary: "Show one integration.", options: [database, actor, json], positionals: ["CLIENT_ID"],
         run: runShow)
 
     /// Opens the database the command names: it must exist with exactly this attestctl's schema.
@@ -56,13 +70,20 @@ enum IntegrationCommands {
         }
     }
 
-    /// Administrative actions are logged as JSON lines on stderr (the operator's audit trail).
-    static func admin(_ store: any TokenStore, _ io: ToolIO) -> IntegrationAdmin {
-        IntegrationAdmin(
+    /// The person behind an action: `--actor`, else the user who ran sudo, else the user.
+    static func actorName(_ options: ParsedOptions, _ io: ToolIO) -> String {
+        options.value(actor) ?? io.environment["SUDO_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? io.environment["USER"] ?? "unknown"
+    }
+
+    /// Administrative actions are logged as JSON lines on stderr and recorded in the audit log,
+    /// with the person behind them.
+    static func admin(_ store: any TokenStore, _ io: ToolIO, _ options: ParsedOptions) -> IntegrationAdmin {
+        let person = actorName(options, io)
+        return IntegrationAdmin(
             store: store, clock: Clock(io: io),
             logger: Logger(
-                sink: ClosureSink(write: { line in io.standardError(line + "\n") }),
-                fields: ["actor": io.environment["USER"] ?? "unknown", "tool": "attestctl"]))
+                sink: ClosureSink(write: { line in io.standardError(line + "\n") }), fields: ["actor": person, "tool": "attestctl"]),
+            actor: person + " (attestctl)")
     }
 
     struct Clock: WallClock {
@@ -80,12 +101,19 @@ enum IntegrationCommands {
         case "development": environments = [.development]
         case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
         }
+        var limit: Int?
+        if let text = options.value(maxLiveTokens) {
+            guard let number = Int(text), (1...1000).contains(number) else {
+                throw UsageError(message: "--max-live-tokens-per-device takes 1 to 1000")
+            }
+            limit = number
+        }
         guard let store = openStore(options, io) else { return ExitCode.failure }
-        let admin = admin(store, io)
+        let admin = admin(store, io, options)
         do {
             let record = try admin.create(
                 workspaceID: options.required(workspace), name: options.required(name), teamID: options.required(teamID),
-                bundleIDs: options.values(bundleID), environments: environments)
+                bundleIDs: options.values(bundleID), environments: environments, maxLiveTokensPerDevice: limit)
             io.standardOutput(options.flag(json) ? IntegrationJSON.encode(record) : record.clientID + "\n")
             return ExitCode.success
         } catch  where error.code == .invalidIntegration {
@@ -99,7 +127,7 @@ enum IntegrationCommands {
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let clientID = options.positionals[0]
         guard let store = openStore(options, io) else { return ExitCode.failure }
-        let admin = admin(store, io)
+        let admin = admin(store, io, options)
         do {
             guard let record = try admin.show(clientID: clientID) else {
                 io.standardError("attestctl integration revoke: no integration \(clientID)\n")
@@ -135,10 +163,33 @@ enum IntegrationCommands {
         }
     }
 
+    static func runSuspend(_ options: ParsedOptions, _ io: ToolIO, _ suspend: Bool) -> Int32 {
+        let clientID = options.positionals[0]
+        let verb = suspend ? "suspend" : "resume"
+        guard let store = openStore(options, io) else { return ExitCode.failure }
+        do {
+            switch try admin(store, io, options).setSuspended(clientID: clientID, suspend) {
+            case nil:
+                io.standardError("attestctl integration \(verb): no integration \(clientID)\n")
+                return ExitCode.failure
+            case false?:
+                io.standardError("attestctl integration \(verb): \(clientID) is revoked, permanently\n")
+                return ExitCode.failure
+            case true?:
+                io.standardOutput(
+                    suspend ? "suspended \(clientID): its tokens and devices are refused until resumed\n" : "resumed \(clientID)\n")
+                return ExitCode.success
+            }
+        } catch {
+            io.standardError("attestctl integration \(verb): \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         guard let store = openStore(options, io) else { return ExitCode.failure }
         do {
-            let records = try admin(store, io).list()
+            let records = try admin(store, io, options).list()
             if options.flag(json) {
                 io.standardOutput(IntegrationJSON.encode(.array(records.map(IntegrationJSON.value))))
             } else {
@@ -157,7 +208,7 @@ enum IntegrationCommands {
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         guard let store = openStore(options, io) else { return ExitCode.failure }
         do {
-            guard let record = try admin(store, io).show(clientID: options.positionals[0]) else {
+            guard let record = try admin(store, io, options).show(clientID: options.positionals[0]) else {
                 io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
                 return ExitCode.failure
             }
@@ -167,7 +218,7 @@ enum IntegrationCommands {
                 io.standardOutput(
                     """
                     client_id:    \(record.clientID)
-                    status:       \(record.status.rawValue)\(record.revokedAt.map { " (since \($0))" } ?? "")
+                    status:       \(record.status.rawValue)\(record.revokedAt.map { " (since \($0))" } ?? "")\(record.suspendedAt.map { ", suspended since \($0)" } ?? "")
                     workspace:    \(record.workspaceID)
                     name:         \(record.name)
                     team_id:      \(record.teamID)
@@ -190,8 +241,9 @@ enum IntegrationJSON {
     static func value(_ record: IntegrationRecord) -> JSONValue {
         .object([
             ("bundle_ids", record.bundleIDs), ("client_id", record.clientID), ("created_at", record.createdAt),
-            ("environments", record.environments), ("name", record.name), ("revoked_at", record.revokedAt),
-            ("status", record.status.rawValue), ("team_id", record.teamID), ("workspace_id", record.workspaceID),
+            ("environments", record.environments), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice), ("name", record.name),
+            ("revoked_at", record.revokedAt), ("status", record.status.rawValue), ("suspended_at", record.suspendedAt),
+            ("team_id", record.teamID), ("workspace_id", record.workspaceID),
         ])
     }
 

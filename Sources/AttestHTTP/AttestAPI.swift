@@ -41,7 +41,7 @@ package struct AttestAPI: HTTPResponder {
 
     /// The routes, by the name used in metrics and logs.
     enum RouteName: String, Sendable {
-        case challenge, attest, token, introspect, authorize, healthz, readyz, metrics
+        case challenge, attest, token, introspect, revoke, authorize, healthz, readyz, metrics
         case testClock = "test_clock"
         case testChallenge = "test_challenge"
         /// No route matched (404).
@@ -82,6 +82,7 @@ package struct AttestAPI: HTTPResponder {
         "/v1/attest": Route(method: "POST", name: .attest, handler: { $0.attest }),
         "/v1/token": Route(method: "POST", name: .token, handler: { $0.token }),
         "/v1/introspect": Route(method: "POST", name: .introspect, handler: { $0.introspect }),
+        "/v1/revoke": Route(method: "POST", name: .revoke, handler: { $0.revoke }),
         "/v1/authorize": Route(method: "GET", name: .authorize, handler: { $0.authorize }),
         "/healthz": Route(method: "GET", name: .healthz, handler: { $0.healthz }),
         "/readyz": Route(method: "GET", name: .readyz, handler: { $0.readyz }),
@@ -284,18 +285,33 @@ package struct AttestAPI: HTTPResponder {
 
     // MARK: Gateway endpoints
 
-    /// RFC 7662 introspection, for callers holding the gateway secret.
-    private func introspect(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+    /// The `token` of a gateway request (introspection, revocation), after the gateway credential
+    /// and the form checks.
+    private func gatewayToken(_ request: HTTPRequest, realm: String) throws(Problem) -> String {
         guard let secrets = settings.gatewaySecrets, case .credential(let presented) = Self.bearer(request), secrets.accepts(presented)
         else {
             throw Problem(
-                .unauthorized, .gatewaySecret, "introspection needs the gateway credential",
-                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer realm=\"attestd-introspect\"")])
+                .unauthorized, .gatewaySecret, "this endpoint needs the gateway credential",
+                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer realm=\"\(realm)\"")])
         }
         try RequestDecoding.requireContentType(request, .form)
         guard let token = FormBody.parse(request.body)?["token"] else {
             throw Problem.malformed(.missing(.token), "the form must carry token=...")
         }
+        return token
+    }
+
+    /// RFC 7009 revocation, for callers holding the gateway secret: 200 whatever the token was
+    /// (unknown, expired, garbage), so the answer says nothing about it.
+    private func revoke(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let token = try gatewayToken(request, realm: "attestd-revoke")
+        try serviceCall { () throws(ServiceError) in try service.revokeToken(token) }
+        return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
+    }
+
+    /// RFC 7662 introspection, for callers holding the gateway secret.
+    private func introspect(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        let token = try gatewayToken(request, realm: "attestd-introspect")
         guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else {
             log.outcome = "inactive"
             return JSONBody.response([("active", false)])

@@ -45,7 +45,8 @@ package final class GatewaySecrets: Sendable {
             throw FileError(description: "the gateway secret file \(file) does not exist")
         }
         guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-            throw FileError(description: "the gateway secret file \(file) exists but cannot be read by this user (check its owner and mode)")
+            throw FileError(
+                description: "the gateway secret file \(file) exists but cannot be read by this user (check its owner and mode)")
         }
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }

@@ -2,15 +2,22 @@
 /// and help are all made from.
 package struct OptionTable: Sendable {
     package let options: [OptionSpec]
-    /// Names of the positional arguments, in order (`CLIENT_ID`); each is required.
+    /// Names of the positional arguments, in order (`CLIENT_ID`); a name in brackets (`[TOKEN]`)
+    /// may be left out, and only trailing ones may be.
     package let positionals: [String]
 
-    /// A table; two options with one name are a programming error.
+    /// A table; two options with one name, or a required positional after an optional one, are
+    /// programming errors.
     package init(_ options: [OptionSpec], positionals: [String] = []) {
         precondition(Set(options.map(\.name)).count == options.count, "an option name appears twice in one table")
+        let required = positionals.prefix { !$0.hasPrefix("[") }.count
+        precondition(positionals.dropFirst(required).allSatisfy { $0.hasPrefix("[") }, "a required positional follows an optional one")
         self.options = options
         self.positionals = positionals
     }
+
+    /// How many positionals must be given.
+    var requiredPositionals: Int { positionals.prefix { !$0.hasPrefix("[") }.count }
 
     /// Parses `--name VALUE`, `--name=VALUE`, `--switch` and exactly `positionals.count` positional
     /// arguments; nothing else is accepted. An option not on the command line takes the value of its
@@ -47,7 +54,7 @@ package struct OptionTable: Sendable {
         for spec in options where spec.isRequired && values[spec.name] == nil {
             throw UsageError(message: "missing \(spec.display)")
         }
-        guard given.count == positionals.count else { throw UsageError(message: "missing \(positionals[given.count])") }
+        guard given.count >= requiredPositionals else { throw UsageError(message: "missing \(positionals[given.count])") }
         return ParsedOptions(table: self, values: values, positionals: given)
     }
 

@@ -2,7 +2,9 @@ package import AttestCore
 import AttestCrypto
 package import AttestStorage
 
-/// The administrator's use cases: create, list, show and (permanently) revoke integrations.
+/// The administrator's use cases: create, list, show, suspend, resume and (permanently) revoke
+/// integrations; revoke one token; block one device; read the audit log. Every change is logged
+/// and recorded in the audit log with the person behind it.
 package struct IntegrationAdmin: Sendable {
     /// At most this many bundle IDs per integration.
     package static let maximumBundleIDs = 32
@@ -11,20 +13,31 @@ package struct IntegrationAdmin: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
+    /// Who acts, as the audit log records it (e.g. `alice (attestctl)`).
+    let actor: String
 
     package init(
-        store: any TokenStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil
+        store: any TokenStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
+        actor: String = "unknown"
     ) {
         self.store = store
         self.clock = clock
         self.random = random
         self.logger = logger
+        self.actor = actor
+    }
+
+    /// Records an administrative action in the audit log.
+    private func audit(_ action: String, _ target: String, _ detail: String) throws(ServiceError) {
+        let entry = AuditEntry(at: clock.now(), actor: actor, action: action, target: target, detail: detail)
+        try stored { () throws(StorageError) in try store.appendAudit(entry) }
     }
 
     /// Validates and stores a new integration with a fresh client ID. Nothing is normalised:
     /// a lowercase team ID or a bundle ID with a trailing space is refused, not fixed.
     package func create(
-        workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: Set<AppAttestEnvironment>
+        workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: Set<AppAttestEnvironment>,
+        maxLiveTokensPerDevice: Int? = nil
     ) throws(ServiceError) -> IntegrationRecord {
         guard Self.isValidIdentifier(workspaceID) else {
             throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
@@ -51,7 +64,8 @@ package struct IntegrationAdmin: Sendable {
         let idBytes = try random.bytesOrFail(16)
         let record = IntegrationRecord(
             clientID: "clid_" + Hex.encode(idBytes), workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
-            environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil)
+            environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil,
+            maxLiveTokensPerDevice: maxLiveTokensPerDevice)
         try stored { () throws(StorageError) in try store.insertIntegration(record) }
         logger?.log(
             .info, "integration created",
@@ -64,6 +78,10 @@ package struct IntegrationAdmin: Sendable {
                 .warning, "integration accepts development keys (from developer-signed builds, not only the App Store app)",
                 ["client.id": .string(record.clientID)])
         }
+        try audit(
+            "integration.create", record.clientID,
+            "workspace \(workspaceID), team \(teamID), \(bundleIDs.count) bundle IDs, environments \(record.environments.joined(separator: "+"))"
+                + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? ""))
         return record
     }
 
@@ -77,8 +95,46 @@ package struct IntegrationAdmin: Sendable {
                     "client.id": .string(clientID), "tokens_revoked": .int(summary.tokensRevoked),
                     "devices_blocked": .int(summary.devicesBlocked),
                 ])
+            try audit(
+                "integration.revoke", clientID,
+                summary.changed ? "\(summary.tokensRevoked) tokens revoked, \(summary.devicesBlocked) devices blocked" : "already revoked")
         }
         return summary
+    }
+
+    /// Suspends (`true`) or resumes (`false`) an integration: nil when unknown, false when it is
+    /// revoked. Its tokens and devices are refused while it is suspended and work again after.
+    package func setSuspended(clientID: String, _ suspended: Bool) throws(ServiceError) -> Bool? {
+        let time = clock.now()
+        let result = try stored { () throws(StorageError) in try store.setSuspended(clientID: clientID, at: suspended ? time : nil) }
+        if result == true {
+            logger?.log(.warning, suspended ? "integration suspended" : "integration resumed", ["client.id": .string(clientID)])
+            try audit(suspended ? "integration.suspend" : "integration.resume", clientID, "")
+        }
+        return result
+    }
+
+    /// Revokes one access token by its SHA-256; true when it existed.
+    package func revokeToken(hash: [UInt8]) throws(ServiceError) -> Bool {
+        let found = try stored { () throws(StorageError) in try store.revokeToken(hash: hash) }
+        logger?.log(.warning, found ? "token revoked" : "token to revoke not found", ["token.sha256": .string(Hex.encode(hash))])
+        try audit("token.revoke", Hex.encode(hash), found ? "revoked" : "not found (expired or never issued)")
+        return found
+    }
+
+    /// Blocks one device key: its tokens die at once; nil when unknown, else how many tokens went.
+    package func blockDevice(keyID: [UInt8]) throws(ServiceError) -> Int? {
+        let tokens = try stored { () throws(StorageError) in try store.blockDevice(keyID: keyID, at: clock.now()) }
+        if let tokens {
+            logger?.log(.warning, "device blocked", ["key.id": .string(Hex.encode(keyID)), "tokens_revoked": .int(tokens)])
+            try audit("device.block", Hex.encode(keyID), "\(tokens) tokens revoked")
+        }
+        return tokens
+    }
+
+    /// The audit log from `since` on, oldest first.
+    package func auditLog(since: Int64, limit: Int = 10_000) throws(ServiceError) -> [AuditEntry] {
+        try stored { () throws(StorageError) in try store.auditLog(since: since, limit: limit) }
     }
 
     /// All integrations.

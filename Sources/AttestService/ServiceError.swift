@@ -16,6 +16,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case invalidIntegration = "invalid_integration"
         case integrationNotFound = "integration_not_found"
         case integrationRevoked = "integration_revoked"
+        /// The integration is suspended while an incident is investigated (reversible).
+        case integrationSuspended = "integration_suspended"
         case deviceBlocked = "device_blocked"
         case invalidChallenge = "invalid_challenge"
         case attestationRejected = "attestation_rejected"
@@ -69,6 +71,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case integration(IntegrationField)
         case integrationNotFound
         case integrationRevoked
+        case integrationSuspended
         case deviceBlocked
         case keyAlreadyRegistered
         case challengeUnknown
@@ -95,6 +98,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .integration(let field): field.rawValue
             case .integrationNotFound: "integration_not_found"
             case .integrationRevoked: "integration_revoked"
+            case .integrationSuspended: "integration_suspended"
             case .deviceBlocked: "device_blocked"
             case .keyAlreadyRegistered: "key_already_registered"
             case .challengeUnknown: "challenge_unknown"
@@ -165,6 +169,8 @@ extension ServiceError {
 
     static let integrationNotFound = ServiceError(.integrationNotFound, .integrationNotFound, "no integration has this client ID")
     static let integrationRevoked = ServiceError(.integrationRevoked, .integrationRevoked, "the integration has been revoked")
+    static let integrationSuspended = ServiceError(
+        .integrationSuspended, .integrationSuspended, "the integration is suspended; its operator can resume it")
     static let deviceBlocked = ServiceError(.deviceBlocked, .deviceBlocked, "this device key is blocked")
     static let keyAlreadyRegistered = ServiceError(.keyAlreadyRegistered, .keyAlreadyRegistered, "this key ID is already registered")
     static let challengeUnknown = ServiceError(.invalidChallenge, .challengeUnknown, "this challenge was not issued")

@@ -130,6 +130,7 @@ package final class TokenService: Sendable {
         case .registered: return token
         case .challengeUsed: throw ServiceError.challengeUsed
         case .integrationRevoked: throw ServiceError.integrationRevoked
+        case .integrationSuspended: throw ServiceError.integrationSuspended
         case .keyExists(.active): throw ServiceError.keyAlreadyRegistered
         case .keyExists(.revoked): throw ServiceError.deviceBlocked
         }
@@ -187,7 +188,7 @@ package final class TokenService: Sendable {
         let outcome = try stored { () throws(StorageError) in
             try store.advanceCounter(
                 keyID: request.keyID.bytes, from: device.counter, to: verified.counter, at: now, token: record,
-                consumingChallenge: challengeID)
+                consumingChallenge: challengeID, keepingLatest: integration.maxLiveTokensPerDevice)
         }
         switch outcome {
         case .advanced: return token
@@ -195,6 +196,7 @@ package final class TokenService: Sendable {
         case .counterChanged:
             throw ServiceError(.assertionRejected, .check(.counterNotIncreasing), "another request used this counter first")
         case .integrationRevoked: throw ServiceError.integrationRevoked
+        case .integrationSuspended: throw ServiceError.integrationSuspended
         case .deviceBlocked: throw ServiceError.deviceBlocked
         }
     }
@@ -213,6 +215,13 @@ package final class TokenService: Sendable {
         return ActiveToken(
             clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
             expiresAt: record.expiresAt)
+    }
+
+    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise (the caller
+    /// learns nothing either way).
+    package func revokeToken(_ token: String) throws(ServiceError) {
+        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
+        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: Digest.sha256(Array(token.utf8))) }
     }
 
     // MARK: Housekeeping
@@ -247,6 +256,7 @@ package final class TokenService: Sendable {
             throw ServiceError.integrationNotFound
         }
         guard integration.status == .active else { throw ServiceError.integrationRevoked }
+        guard integration.suspendedAt == nil else { throw ServiceError.integrationSuspended }
         return integration
     }
 

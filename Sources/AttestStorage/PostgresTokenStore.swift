@@ -84,6 +84,56 @@ package final class PostgresTokenStore: TokenStore {
         try pool.withConnection(body)
     }
 
+    package func setSuspended(clientID: String, at time: Int64?) throws(StorageError) -> Bool? {
+        try transaction { connection throws(StorageError) -> Bool? in
+            let rows = try connection.query("SELECT status FROM integrations WHERE client_id = $1 FOR UPDATE", [.text(clientID)])
+            guard rows.count == 1 else { return nil }
+            guard rows.string(0, 0) == "active" else { return false }
+            try connection.query(
+                "UPDATE integrations SET suspended_at = $1 WHERE client_id = $2", [time.map { .integer($0) } ?? .null, .text(clientID)])
+            return true
+        }
+    }
+
+    package func revokeToken(hash: [UInt8]) throws(StorageError) -> Bool {
+        try transaction { connection throws(StorageError) -> Bool in
+            try connection.query("DELETE FROM tokens WHERE token_hash = $1", [.bytes(hash)]).changed == 1
+        }
+    }
+
+    package func blockDevice(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int? {
+        try transaction { connection throws(StorageError) -> Int? in
+            guard
+                try connection.query(
+                    "UPDATE devices SET status = 'revoked', updated_at = $1 WHERE key_id = $2", [.integer(time), .bytes(keyID)]
+                ).changed == 1
+            else { return nil }
+            return try connection.query("DELETE FROM tokens WHERE key_id = $1", [.bytes(keyID)]).changed
+        }
+    }
+
+    package func appendAudit(_ entry: AuditEntry) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            try connection.query(
+                "INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)",
+                [.integer(entry.at), .text(entry.actor), .text(entry.action), .text(entry.target), .text(entry.detail)])
+        }
+    }
+
+    package func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry] {
+        try read { connection throws(StorageError) -> [AuditEntry] in
+            let rows = try connection.query(
+                "SELECT at, actor, action, target, detail FROM audit_log WHERE at >= $1 ORDER BY id LIMIT $2",
+                [.integer(since), .integer(Int64(limit))])
+            return (0..<rows.count).map {
+                AuditEntry(
+                    at: rows.int64($0, 0), actor: rows.string($0, 1) ?? "", action: rows.string($0, 2) ?? "",
+                    target: rows.string($0, 3) ?? "",
+                    detail: rows.string($0, 4) ?? "")
+            }
+        }
+    }
+
     package func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot {
         // REPEATABLE READ: the three reads see one state.
         try transaction(isolation: "REPEATABLE READ") { connection throws(StorageError) -> StoreSnapshot in
@@ -161,7 +211,8 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     private static let integrationColumns =
-        "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at"
+        "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at, suspended_at, "
+        + "max_live_tokens_per_device::bigint"
 
     private static func loadIntegration(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationRecord? {
         let bundles = try connection.query(
@@ -173,13 +224,14 @@ package final class PostgresTokenStore: TokenStore {
             teamID: rows.string(0, 3) ?? "", bundleIDs: (0..<bundles.count).map { bundles.string($0, 0) ?? "" },
             environments: (rows.string(0, 4) ?? "").split(separator: ",").map(String.init),
             status: IntegrationStatus(rawValue: rows.string(0, 5) ?? "") ?? .revoked, createdAt: rows.int64(0, 6),
-            revokedAt: rows.isNull(0, 7) ? nil : rows.int64(0, 7))
+            revokedAt: rows.isNull(0, 7) ? nil : rows.int64(0, 7), suspendedAt: rows.isNull(0, 8) ? nil : rows.int64(0, 8),
+            maxLiveTokensPerDevice: rows.isNull(0, 9) ? nil : Int(rows.int64(0, 9)))
     }
 
-    /// Locks the integration's row against a concurrent revocation and says whether it is active.
-    private static func lockActive(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> Bool {
-        let rows = try connection.query("SELECT status FROM integrations WHERE client_id = $1 FOR SHARE", [.text(clientID)])
-        return rows.count == 1 && rows.string(0, 0) == "active"
+    /// Locks the integration's row against a concurrent revocation or suspension and says what it is.
+    private static func lockState(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationState {
+        let rows = try connection.query("SELECT status, suspended_at FROM integrations WHERE client_id = $1 FOR SHARE", [.text(clientID)])
+        return rows.count == 1 ? IntegrationState(status: rows.string(0, 0), suspended: !rows.isNull(0, 1)) : .missing
     }
 
     private static func consume(_ id: [UInt8], at time: Int64, in connection: PostgresConnection) throws(StorageError) -> Bool {
@@ -212,13 +264,16 @@ package final class PostgresTokenStore: TokenStore {
     private static func insert(_ integration: IntegrationRecord, into connection: PostgresConnection) throws(StorageError) {
         try connection.query(
             """
-            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at,
+                suspended_at, max_live_tokens_per_device)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             """,
             [
                 .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
                 .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
                 .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
+                integration.suspendedAt.map { .integer($0) } ?? .null,
+                integration.maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
             ])
         for bundleID in integration.bundleIDs {
             try connection.query(
@@ -307,9 +362,13 @@ package final class PostgresTokenStore: TokenStore {
         _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
     ) throws(StorageError) -> RegistrationOutcome {
         try transaction { connection throws(StorageError) -> RegistrationOutcome in
-            let active = try Self.lockActive(connection, clientID: device.clientID)
+            let state = try Self.lockState(connection, clientID: device.clientID)
             guard try Self.consume(challengeID, at: time, in: connection) else { return .challengeUsed }
-            guard active else { return .integrationRevoked }
+            switch state {
+            case .active: break
+            case .suspended: return .integrationSuspended
+            case .revoked, .missing: return .integrationRevoked
+            }
             // A concurrent registration of the same key waits on the unique index and then
             // inserts nothing: the loser sees keyExists, never a constraint error.
             let inserted =
@@ -354,12 +413,16 @@ package final class PostgresTokenStore: TokenStore {
 
     package func advanceCounter(
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
-        consumingChallenge challengeID: [UInt8]
+        consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance {
         try transaction { connection throws(StorageError) -> CounterAdvance in
-            let active = try Self.lockActive(connection, clientID: token.clientID)
+            let state = try Self.lockState(connection, clientID: token.clientID)
             guard try Self.consume(challengeID, at: time, in: connection) else { return .challengeUsed }
-            guard active else { return .integrationRevoked }
+            switch state {
+            case .active: break
+            case .suspended: return .integrationSuspended
+            case .revoked, .missing: return .integrationRevoked
+            }
             let status = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.bytes(keyID)])
             guard status.count == 1, status.string(0, 0) == "active" else { return .deviceBlocked }
             // Compare-and-set on the value the assertion was verified against: of two nodes racing
@@ -371,6 +434,13 @@ package final class PostgresTokenStore: TokenStore {
             ).changed
             guard changed == 1 else { return .counterChanged }
             try Self.insert(token, into: connection)
+            if let keepingLatest {
+                try connection.query(
+                    """
+                    DELETE FROM tokens WHERE key_id = $1 AND token_hash NOT IN
+                        (SELECT token_hash FROM tokens WHERE key_id = $1 ORDER BY issued_at DESC, token_hash DESC LIMIT $2)
+                    """, [.bytes(keyID), .integer(Int64(keepingLatest))])
+            }
             return .advanced
         }
     }
@@ -380,8 +450,11 @@ package final class PostgresTokenStore: TokenStore {
             let rows = try connection.query(
                 """
                 SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
-                FROM tokens t JOIN integrations i ON i.client_id = t.client_id
-                WHERE t.token_hash = $1 AND t.expires_at > $2 AND i.status = 'active'
+                FROM tokens t
+                JOIN integrations i ON i.client_id = t.client_id
+                JOIN devices d ON d.key_id = t.key_id
+                WHERE t.token_hash = $1 AND t.expires_at > $2 AND i.status = 'active' AND i.suspended_at IS NULL
+                    AND d.status = 'active'
                 """, [.bytes(hash), .integer(time)])
             return rows.count == 1 ? Self.token(rows, 0) : nil
         }

@@ -123,11 +123,14 @@ package final class SQLiteTokenStore: TokenStore {
             teamID: statement.string(at: 3) ?? "", bundleIDs: bundleIDs,
             environments: (statement.string(at: 4) ?? "").split(separator: ",").map(String.init),
             status: IntegrationStatus(rawValue: statement.string(at: 5) ?? "") ?? .revoked, createdAt: statement.int64(at: 6),
-            revokedAt: statement.isNull(at: 7) ? nil : statement.int64(at: 7))
+            revokedAt: statement.isNull(at: 7) ? nil : statement.int64(at: 7),
+            suspendedAt: statement.isNull(at: 8) ? nil : statement.int64(at: 8),
+            maxLiveTokensPerDevice: statement.isNull(at: 9) ? nil : Int(statement.int64(at: 9)))
     }
 
     private static let integrationColumns =
-        "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at"
+        "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at, suspended_at, "
+        + "max_live_tokens_per_device"
 
     private static func loadIntegration(_ database: SQLiteDatabase, clientID: String) throws(StorageError) -> IntegrationRecord? {
         let bundleIDs = try rows(
@@ -138,9 +141,11 @@ package final class SQLiteTokenStore: TokenStore {
         }.first
     }
 
-    private static func isActive(_ database: SQLiteDatabase, clientID: String) throws(StorageError) -> Bool {
-        try rows(database, "SELECT status FROM integrations WHERE client_id = ?", [.text(clientID)]) { $0.string(at: 0) }
-            .first == "active"
+    private static func state(_ database: SQLiteDatabase, clientID: String) throws(StorageError) -> IntegrationState {
+        let found = try rows(database, "SELECT status, suspended_at FROM integrations WHERE client_id = ?", [.text(clientID)]) {
+            IntegrationState(status: $0.string(at: 0), suspended: !$0.isNull(at: 1))
+        }
+        return found.first ?? .missing
     }
 
     private static func token(_ row: SQLiteStatement) -> TokenRecord {
@@ -165,13 +170,16 @@ package final class SQLiteTokenStore: TokenStore {
         try Self.run(
             database,
             """
-            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at,
+                suspended_at, max_live_tokens_per_device)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
                 .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
                 .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
+                integration.suspendedAt.map { .integer($0) } ?? .null,
+                integration.maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
             ])
         for bundleID in integration.bundleIDs {
             try Self.run(
@@ -265,7 +273,11 @@ package final class SQLiteTokenStore: TokenStore {
     ) throws(StorageError) -> RegistrationOutcome {
         try write { database throws(StorageError) -> RegistrationOutcome in
             guard try Self.consume(challengeID, at: time, in: database) else { return .challengeUsed }
-            guard try Self.isActive(database, clientID: device.clientID) else { return .integrationRevoked }
+            switch try Self.state(database, clientID: device.clientID) {
+            case .active: break
+            case .suspended: return .integrationSuspended
+            case .revoked, .missing: return .integrationRevoked
+            }
             let existing = try Self.rows(database, "SELECT status FROM devices WHERE key_id = ?", [.blob(device.keyID)]) {
                 DeviceStatus(rawValue: $0.string(at: 0) ?? "") ?? .revoked
             }
@@ -305,11 +317,15 @@ package final class SQLiteTokenStore: TokenStore {
 
     package func advanceCounter(
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
-        consumingChallenge challengeID: [UInt8]
+        consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance {
         try write { database throws(StorageError) -> CounterAdvance in
             guard try Self.consume(challengeID, at: time, in: database) else { return .challengeUsed }
-            guard try Self.isActive(database, clientID: token.clientID) else { return .integrationRevoked }
+            switch try Self.state(database, clientID: token.clientID) {
+            case .active: break
+            case .suspended: return .integrationSuspended
+            case .revoked, .missing: return .integrationRevoked
+            }
             let status = try Self.rows(database, "SELECT status FROM devices WHERE key_id = ?", [.blob(keyID)]) { $0.string(at: 0) }
             guard status.first == "active" else { return .deviceBlocked }
             // Compare-and-set on the value the assertion was verified against: of two requests
@@ -319,6 +335,14 @@ package final class SQLiteTokenStore: TokenStore {
                 [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))])
             guard database.changes == 1 else { return .counterChanged }
             try Self.insert(token, into: database)
+            if let keepingLatest {
+                try Self.run(
+                    database,
+                    """
+                    DELETE FROM tokens WHERE key_id = ? AND token_hash NOT IN
+                        (SELECT token_hash FROM tokens WHERE key_id = ? ORDER BY issued_at DESC, token_hash DESC LIMIT ?)
+                    """, [.blob(keyID), .blob(keyID), .integer(Int64(keepingLatest))])
+            }
             return .advanced
         }
     }
@@ -329,8 +353,11 @@ package final class SQLiteTokenStore: TokenStore {
                 database,
                 """
                 SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
-                FROM tokens t JOIN integrations i ON i.client_id = t.client_id
-                WHERE t.token_hash = ? AND t.expires_at > ? AND i.status = 'active'
+                FROM tokens t
+                JOIN integrations i ON i.client_id = t.client_id
+                JOIN devices d ON d.key_id = t.key_id
+                WHERE t.token_hash = ? AND t.expires_at > ? AND i.status = 'active' AND i.suspended_at IS NULL
+                    AND d.status = 'active'
                 """, [.blob(hash), .integer(time)], Self.token
             ).first
         }
@@ -345,6 +372,57 @@ package final class SQLiteTokenStore: TokenStore {
             // A bucket untouched for a day is full again: forgetting it changes nothing.
             try Self.run(database, "DELETE FROM rate_buckets WHERE updated_at < ?", [.real(Double(time) - 86_400)])
             return tokens + challenges
+        }
+    }
+
+    package func setSuspended(clientID: String, at time: Int64?) throws(StorageError) -> Bool? {
+        try write { database throws(StorageError) -> Bool? in
+            switch try Self.state(database, clientID: clientID) {
+            case .missing: return nil
+            case .revoked: return false
+            case .active, .suspended:
+                try Self.run(
+                    database, "UPDATE integrations SET suspended_at = ? WHERE client_id = ?",
+                    [time.map { .integer($0) } ?? .null, .text(clientID)])
+                return true
+            }
+        }
+    }
+
+    package func revokeToken(hash: [UInt8]) throws(StorageError) -> Bool {
+        try write { database throws(StorageError) -> Bool in
+            try Self.run(database, "DELETE FROM tokens WHERE token_hash = ?", [.blob(hash)]) == 1
+        }
+    }
+
+    package func blockDevice(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int? {
+        try write { database throws(StorageError) -> Int? in
+            guard
+                try Self.run(
+                    database, "UPDATE devices SET status = 'revoked', updated_at = ? WHERE key_id = ?", [.integer(time), .blob(keyID)]) == 1
+            else { return nil }
+            return try Self.run(database, "DELETE FROM tokens WHERE key_id = ?", [.blob(keyID)])
+        }
+    }
+
+    package func appendAudit(_ entry: AuditEntry) throws(StorageError) {
+        try write { database throws(StorageError) in
+            try Self.run(
+                database, "INSERT INTO audit_log (at, actor, action, target, detail) VALUES (?, ?, ?, ?, ?)",
+                [.integer(entry.at), .text(entry.actor), .text(entry.action), .text(entry.target), .text(entry.detail)])
+        }
+    }
+
+    package func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry] {
+        try read { database throws(StorageError) in
+            try Self.rows(
+                database, "SELECT at, actor, action, target, detail FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?",
+                [.integer(since), .integer(Int64(limit))]
+            ) {
+                AuditEntry(
+                    at: $0.int64(at: 0), actor: $0.string(at: 1) ?? "", action: $0.string(at: 2) ?? "", target: $0.string(at: 3) ?? "",
+                    detail: $0.string(at: 4) ?? "")
+            }
         }
     }
 

@@ -4,6 +4,19 @@ package enum IntegrationStatus: String, Sendable, Hashable {
     case revoked
 }
 
+/// Whether an integration can be used right now, as a transaction sees it.
+enum IntegrationState: Equatable {
+    case active, suspended, revoked, missing
+
+    init(status: String?, suspended: Bool) {
+        switch status {
+        case "active"?: self = suspended ? .suspended : .active
+        case nil: self = .missing
+        default: self = .revoked
+        }
+    }
+}
+
 /// One registered app integration.
 package struct IntegrationRecord: Sendable, Hashable {
     /// Public client ID, `clid_` + random; never reused.
@@ -19,10 +32,14 @@ package struct IntegrationRecord: Sendable, Hashable {
     package var status: IntegrationStatus
     package var createdAt: Int64
     package var revokedAt: Int64?
+    /// Set while the integration is suspended (paused, reversible); nil otherwise.
+    package var suspendedAt: Int64?
+    /// When set, a refresh keeps only the device's newest N tokens.
+    package var maxLiveTokensPerDevice: Int?
 
     package init(
         clientID: String, workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: [String],
-        status: IntegrationStatus, createdAt: Int64, revokedAt: Int64?
+        status: IntegrationStatus, createdAt: Int64, revokedAt: Int64?, suspendedAt: Int64? = nil, maxLiveTokensPerDevice: Int? = nil
     ) {
         self.clientID = clientID
         self.workspaceID = workspaceID
@@ -33,6 +50,8 @@ package struct IntegrationRecord: Sendable, Hashable {
         self.status = status
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.suspendedAt = suspendedAt
+        self.maxLiveTokensPerDevice = maxLiveTokensPerDevice
     }
 }
 
@@ -125,6 +144,8 @@ package enum RegistrationOutcome: Sendable, Equatable {
     case challengeUsed
     /// The integration was revoked before the transaction (re-checked inside it).
     case integrationRevoked
+    /// The integration was suspended before the transaction (re-checked inside it).
+    case integrationSuspended
     /// The key ID is already registered; nothing was changed.
     case keyExists(DeviceStatus)
 }
@@ -135,6 +156,7 @@ package enum CounterAdvance: Sendable, Equatable {
     /// The challenge was consumed by another request first; nothing else changed.
     case challengeUsed
     case integrationRevoked
+    case integrationSuspended
     case deviceBlocked
     /// Another request advanced the counter first (compare-and-set lost); no token minted.
     case counterChanged
@@ -153,6 +175,29 @@ package struct StoreSnapshot: Sendable, Equatable {
         self.integrations = integrations
         self.devices = devices
         self.tokens = tokens
+    }
+}
+
+/// One administrative action, as `attestctl audit list` shows it.
+package struct AuditEntry: Sendable, Equatable {
+    /// Unix seconds.
+    package var at: Int64
+    /// The person (`SUDO_USER`, `USER` or `--actor`) and tool behind it, e.g. `alice (attestctl)`.
+    package var actor: String
+    /// What was done: `integration.create`, `integration.revoke`, `token.revoke`, ...
+    package var action: String
+    /// What it was done to: a client ID, a key ID (hex), a token's SHA-256 (hex).
+    package var target: String
+    /// What came of it, for people (counts, settings); never a secret.
+    package var detail: String
+
+    /// An entry.
+    package init(at: Int64, actor: String, action: String, target: String, detail: String) {
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.target = target
+        self.detail = detail
     }
 }
 
@@ -224,17 +269,31 @@ package protocol TokenStore: Sendable {
     func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
     /// In one transaction: consumes the challenge (compare-and-set), re-checks the integration's
     /// and the device's status, compare-and-sets the counter from `previous` to `counter`, and
-    /// stores `token`. The consumption is committed whatever the outcome, except `challengeUsed`.
+    /// stores `token`; with `keepingLatest` N, deletes the device's older tokens beyond the newest
+    /// N. The consumption is committed whatever the outcome, except `challengeUsed`.
     func advanceCounter(
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
-        consumingChallenge challengeID: [UInt8]
+        consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance
-    /// The unexpired token with this hash whose integration is active.
+    /// The unexpired token with this hash whose integration is active (not revoked, not suspended)
+    /// and whose device is not blocked.
     func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord?
     /// Deletes expired tokens and challenges that expired before `time`; returns how many rows went.
     func purgeExpired(at time: Int64) throws(StorageError) -> Int
     /// Counts and size for the metrics gauges.
     func statistics() throws(StorageError) -> StoreStatistics
+    /// Suspends (`at` a time) or resumes (`at` nil) an integration: nil when it does not exist,
+    /// false when it is revoked (revocation is final and suspension means nothing then).
+    func setSuspended(clientID: String, at time: Int64?) throws(StorageError) -> Bool?
+    /// Deletes the token with this hash; true when one was deleted.
+    func revokeToken(hash: [UInt8]) throws(StorageError) -> Bool
+    /// Blocks one device key: its tokens stop working at once (they are deleted) and it can never
+    /// refresh or attest again. Nil when no such key; otherwise how many tokens went.
+    func blockDevice(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int?
+    /// Appends an administrative action to the audit log.
+    func appendAudit(_ entry: AuditEntry) throws(StorageError)
+    /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.
+    func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
     /// Reads every integration, device and token unexpired at `time`, consistently (one transaction).
     func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot
     /// Writes `snapshot` into this store in one transaction; `notEmpty` (and nothing written)

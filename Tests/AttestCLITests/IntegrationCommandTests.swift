@@ -169,4 +169,34 @@ struct IntegrationCommandTests {
         #expect(both.json["environments"] as? [String] == ["development", "production"])
         #expect(both.err.withLock { $0.contains(#""level":"warning""#) && $0.contains("development keys") })
     }
+
+    @Test("token revoke, device block, suspend and resume are audited with the person behind them (SUDO_USER before USER, or --actor)")
+    func incidentCommandsAudited() throws {
+        let console = Console(environment: ["USER": "root", "SUDO_USER": "alice"])
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let hash = String(repeating: "ab", count: 32)
+        #expect(
+            Console(environment: ["USER": "root", "SUDO_USER": "alice"]).run(["token", "revoke", "--sha256", hash, "--db", database]) == 0)
+        #expect(Console(environment: ["USER": "bob"]).run(["integration", "suspend", clientID, "--db", database]) == 0)
+        #expect(Console().run(["integration", "resume", clientID, "--db", database, "--actor", "carol"]) == 0)
+        #expect(Console().run(["device", "block", String(repeating: "00", count: 32), "--db", database]) == 1)
+        #expect(Console().run(["token", "revoke", "--db", database]) == 64)
+        let audit = Console()
+        #expect(audit.run(["audit", "list", "--db", database]) == 0)
+        let lines = audit.out.withLock { $0 }.split(separator: "\n")
+        #expect(lines.count == 4)
+        #expect(lines[0].contains("alice (attestctl)  integration.create  \(clientID)"))
+        #expect(lines[1].contains("alice (attestctl)  token.revoke  \(hash)"))
+        #expect(lines[2].contains("bob (attestctl)  integration.suspend"))
+        #expect(lines[3].contains("carol (attestctl)  integration.resume"))
+    }
+
+    @Test("--max-live-tokens-per-device is stored with the integration")
+    func maxLiveTokens() throws {
+        let console = Console()
+        #expect(create(console, extra: ["--max-live-tokens-per-device", "3", "--json"]) == 0)
+        #expect(console.json["max_live_tokens_per_device"] as? Int == 3)
+        #expect(create(Console(), extra: ["--max-live-tokens-per-device", "0"]) == 64)
+    }
 }

@@ -233,7 +233,8 @@ struct AttestdProcessTests {
                 let response = try? client.request(
                     "POST", "/v1/introspect",
                     headers: [
-                        ("Authorization", "Bearer \(secret)"), ("Content-Type", "application/x-www-form-urlencoded"), ("Connection", "close"),
+                        ("Authorization", "Bearer \(secret)"), ("Content-Type", "application/x-www-form-urlencoded"),
+                        ("Connection", "close"),
                     ],
                     body: Array("token=atk_x".utf8))
             else { return 0 }

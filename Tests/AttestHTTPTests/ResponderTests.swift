@@ -197,6 +197,43 @@ struct ResponderTests {
             #expect(!answers[0].contains(#""reason":"signature""#), "\(answers[0])")
         }
     }
+
+    @Test("RFC 7009: /v1/revoke kills one token at once, answers 200 for any token, and 401 without the gateway secret")
+    func tokenRevocation() throws {
+        let world = try HTTPWorld()
+        let client = try world.client()
+        let token = try world.attest(client, device: try SyntheticDevice())
+        let other = try world.attest(client, device: try SyntheticDevice())
+        func revoke(_ form: String, secret: String?) -> HTTPResponse {
+            var headers = [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded")]
+            if let secret { headers.append(HTTPHeader(name: "Authorization", value: "Bearer \(secret)")) }
+            return world.server.api.respond(to: HTTPRequest(method: "POST", path: "/v1/revoke", headers: headers, body: Array(form.utf8)))
+        }
+        #expect(revoke("token=\(token)", secret: nil).status == 401)
+        #expect(revoke("token=\(token)", secret: "not-the-gateway-secret-at-all").status == 401)
+        #expect(try world.authorize(client, token: token).status == 200)
+        #expect(revoke("token=\(token)", secret: world.gatewaySecret).status == 200)
+        #expect(try world.authorize(client, token: token).status == 401)
+        #expect(try world.authorize(client, token: other).status == 200)
+        for garbage in ["token=nonsense", "token=\(token)", "token=" + String(repeating: "a", count: 5000)] {
+            #expect(revoke(garbage, secret: world.gatewaySecret).status == 200)
+        }
+    }
+
+    @Test("a suspended integration is refused with 403 integration_suspended, and its tokens work again on resume")
+    func suspension() throws {
+        let world = try HTTPWorld()
+        let client = try world.client()
+        let token = try world.attest(client, device: try SyntheticDevice())
+        #expect(try world.admin.setSuspended(clientID: world.integration.clientID, true) == true)
+        #expect(try world.authorize(client, token: token).status == 401)
+        let challenge = world.server.api.respond(
+            to: Self.request("POST", "/v1/challenge", json: #"{"client_id":"\#(world.integration.clientID)"}"#))
+        #expect(challenge.status == 403)
+        #expect(Self.body(challenge)["code"] as? String == "integration_suspended")
+        #expect(try world.admin.setSuspended(clientID: world.integration.clientID, false) == true)
+        #expect(try world.authorize(client, token: token).status == 200)
+    }
 }
 
 @Suite("Trusted proxy networks")

@@ -105,4 +105,13 @@ struct OptionTableTests {
         #expect(CommandLineEntry.asksForHelp(["-h"]))
         #expect(!CommandLineEntry.asksForHelp(["--db", "help"]))
     }
+
+    @Test("a positional in brackets may be left out; a required one may not")
+    func optionalPositional() throws {
+        let table = OptionTable([OptionSpec("db", value: "PATH", help: "d")], positionals: ["NAME", "[EXTRA]"])
+        #expect(try table.parse(["a"]).positionals == ["a"])
+        #expect(try table.parse(["a", "b"]).positionals == ["a", "b"])
+        #expect(throws: UsageError.self) { try table.parse([]) }
+        #expect(throws: UsageError.self) { try table.parse(["a", "b", "c"]) }
+    }
 }

@@ -401,6 +401,40 @@ struct TokenServiceTests {
         #expect(DeviceRecord.appleRootAnchor == Hex.encode(TrustAnchor.appleRootFingerprint))
     }
 
+    @Test("with max live tokens per device N, a refresh retires the device's tokens beyond the newest N")
+    func maxLiveTokensPerDevice() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let limited = try world.admin.create(
+            workspaceID: "ws_limited", name: "Limited", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"],
+            environments: [.production], maxLiveTokensPerDevice: 2)
+        var device = try SyntheticDevice()
+        var request = try world.attestRequest(device)
+        func rebind(_ challenge: Challenge) throws -> Challenge {
+            // attestRequest issues its challenge for the world's integration: issue one for this one instead.
+            let issued = try world.service.issueChallenge(clientID: limited.clientID, from: "127.0.0.1")
+            let bytes = try #require(Base64Text.decode(issued.challenge, .url))
+            return try #require(Challenge(bytes))
+        }
+        let first = try rebind(request.challenge)
+        let parts = device.attestationParts(
+            appID: world.appID, environment: .production, clientDataHash: Digest.sha256(first.bytes), time: world.clock.now())
+        request = AttestRequest(
+            clientID: limited.clientID, keyID: request.keyID, attestation: try device.attestationObject(parts, pki: world.pki),
+            challenge: first)
+        var tokens = [try world.service.attest(request, from: "127.0.0.1").accessToken]
+        for _ in 0..<3 {
+            let challenge = try rebind(first)
+            let refresh = RefreshRequest(
+                clientID: limited.clientID, keyID: request.keyID,
+                assertion: try device.assertion(clientData: challenge.bytes, appID: world.appID),
+                challenge: challenge)
+            world.clock.advance(1)
+            tokens.append(try world.service.refresh(refresh, from: "127.0.0.1").accessToken)
+        }
+        #expect(try tokens.map { try world.service.introspect($0) != nil } == [false, false, true, true])
+    }
+
     @Test("answers integration_not_found for an unknown client ID")
     func unknownIntegration() throws {
         let world = try ServiceWorld()

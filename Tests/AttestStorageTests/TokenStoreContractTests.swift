@@ -162,7 +162,7 @@ struct TokenStoreContractTests {
             id: [UInt8](repeating: 3, count: 32), clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
         let refresh = try world.store.advanceCounter(
             keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(3, keySeed: 1),
-            consumingChallenge: [UInt8](repeating: 3, count: 32))
+            consumingChallenge: [UInt8](repeating: 3, count: 32), keepingLatest: nil)
         #expect(refresh == .integrationRevoked)
         #expect(try world.store.activeToken(hash: world.token(3, keySeed: 1).tokenHash, at: Self.time) == nil)
     }
@@ -175,22 +175,22 @@ struct TokenStoreContractTests {
         try world.register(1)
         let keyID = world.device(1).keyID
         let first = try world.store.advanceCounter(
-            keyID: keyID, from: 0, to: 5, at: Self.time + 1, token: world.token(10, keySeed: 1), consumingChallenge: try world.challenge(10)
-        )
+            keyID: keyID, from: 0, to: 5, at: Self.time + 1, token: world.token(10, keySeed: 1),
+            consumingChallenge: try world.challenge(10), keepingLatest: nil)
         #expect(first == .advanced)
         #expect(try world.store.device(keyID: keyID)?.counter == 5)
         let stale = try world.store.advanceCounter(
-            keyID: keyID, from: 0, to: 6, at: Self.time + 2, token: world.token(11, keySeed: 1), consumingChallenge: try world.challenge(11)
-        )
+            keyID: keyID, from: 0, to: 6, at: Self.time + 2, token: world.token(11, keySeed: 1),
+            consumingChallenge: try world.challenge(11), keepingLatest: nil)
         #expect(stale == .counterChanged)
         #expect(try world.store.activeToken(hash: world.token(11, keySeed: 1).tokenHash, at: Self.time) == nil)
         let used = try world.store.advanceCounter(
             keyID: keyID, from: 5, to: 6, at: Self.time + 3, token: world.token(12, keySeed: 1),
-            consumingChallenge: [UInt8](repeating: 10, count: 32))
+            consumingChallenge: [UInt8](repeating: 10, count: 32), keepingLatest: nil)
         #expect(used == .challengeUsed)
         let unknown = try world.store.advanceCounter(
             keyID: [UInt8](repeating: 99, count: 32), from: 0, to: 1, at: Self.time + 3, token: world.token(13, keySeed: 99),
-            consumingChallenge: try world.challenge(13))
+            consumingChallenge: try world.challenge(13), keepingLatest: nil)
         #expect(unknown == .deviceBlocked)
         #expect(try world.store.device(keyID: keyID)?.counter == 5)
     }
@@ -271,7 +271,7 @@ struct TokenStoreContractTests {
             let outcome: String
             do {
                 outcome =
-                    "\(try store.advanceCounter(keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(UInt8(60 + index), keySeed: 1), consumingChallenge: challenges[index]))"
+                    "\(try store.advanceCounter(keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(UInt8(60 + index), keySeed: 1), consumingChallenge: challenges[index], keepingLatest: nil))"
             } catch {
                 outcome = "error \(error)"
             }
@@ -314,7 +314,7 @@ struct TokenStoreContractTests {
         try world.register(2)
         _ = try world.store.advanceCounter(
             keyID: world.device(1).keyID, from: 0, to: 7, at: Self.time, token: world.token(3, keySeed: 1),
-            consumingChallenge: try world.challenge(3))
+            consumingChallenge: try world.challenge(3), keepingLatest: nil)
         try world.store.insertIntegration(World.integration("clid_gone"))
         _ = try world.store.revokeIntegration(clientID: "clid_gone", at: Self.time + 1)
         let snapshot = try world.store.snapshot(at: Self.time)
@@ -369,6 +369,94 @@ struct TokenStoreContractTests {
             }
         }
         #expect(taken.withLock { $0 } == 10)
+    }
+
+    // MARK: Incident levers
+
+    @Test(
+        "a suspended integration's tokens are refused and come back on resume; a revoked one cannot be suspended",
+        arguments: StoreBackend.available)
+    func suspension(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let hash = world.token(1, keySeed: 1).tokenHash
+        #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time) == true)
+        #expect(try world.store.integration(clientID: "clid_contract")?.suspendedAt == Self.time)
+        #expect(try world.store.activeToken(hash: hash, at: Self.time) == nil)
+        let refresh = try world.store.advanceCounter(
+            keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(2, keySeed: 1),
+            consumingChallenge: try world.challenge(2), keepingLatest: nil)
+        #expect(refresh == .integrationSuspended)
+        #expect(try world.store.setSuspended(clientID: "clid_contract", at: nil) == true)
+        #expect(try world.store.activeToken(hash: hash, at: Self.time) != nil)
+        #expect(try world.store.setSuspended(clientID: "clid_missing", at: Self.time) == nil)
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
+        #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time) == false)
+    }
+
+    @Test("one token can be revoked alone, and a blocked device's tokens die with it", arguments: StoreBackend.available)
+    func tokenAndDeviceLevers(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        try world.register(2)
+        #expect(try world.store.revokeToken(hash: world.token(1, keySeed: 1).tokenHash))
+        #expect(try !world.store.revokeToken(hash: world.token(1, keySeed: 1).tokenHash))
+        #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == nil)
+        #expect(try world.store.activeToken(hash: world.token(2, keySeed: 2).tokenHash, at: Self.time) != nil)
+        #expect(try world.store.blockDevice(keyID: world.device(2).keyID, at: Self.time) == 1)
+        #expect(try world.store.activeToken(hash: world.token(2, keySeed: 2).tokenHash, at: Self.time) == nil)
+        #expect(try world.store.device(keyID: world.device(2).keyID)?.status == .revoked)
+        #expect(try world.store.blockDevice(keyID: [UInt8](repeating: 77, count: 32), at: Self.time) == nil)
+    }
+
+    @Test("a token of a device blocked by other means (a row edited by hand) is not active", arguments: StoreBackend.available)
+    func tokenChecksItsDevice(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let hash = world.token(1, keySeed: 1).tokenHash
+        #expect(try world.store.activeToken(hash: hash, at: Self.time) != nil)
+        // The device row alone is changed; its token row stays.
+        switch world.location.location {
+        case .sqlite(let path):
+            let database = try SQLiteDatabase(path: path)
+            try database.immediateTransaction { try database.execute("UPDATE devices SET status = 'revoked'") }
+        case .postgresql(let settings):
+            try PostgresConnection(settings).execute("UPDATE devices SET status = 'revoked'")
+        }
+        #expect(try world.store.activeToken(hash: hash, at: Self.time) == nil)
+    }
+
+    @Test("a refresh keeping the latest N leaves the device exactly its newest N tokens", arguments: StoreBackend.available)
+    func keepLatest(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let keyID = world.device(1).keyID
+        for step in UInt8(1)...4 {
+            var token = world.token(10 + step, keySeed: 1)
+            token.issuedAt = Self.time + Int64(step)
+            let outcome = try world.store.advanceCounter(
+                keyID: keyID, from: UInt32(step - 1), to: UInt32(step), at: Self.time + Int64(step), token: token,
+                consumingChallenge: try world.challenge(20 + step), keepingLatest: 2)
+            #expect(outcome == .advanced)
+        }
+        let live = try (UInt8(11)...14).filter {
+            try world.store.activeToken(hash: world.token($0, keySeed: 1).tokenHash, at: Self.time) != nil
+        }
+        #expect(live == [13, 14])
+        #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == nil)
+    }
+
+    @Test("the audit log keeps every entry in order and filters by time", arguments: StoreBackend.available)
+    func auditLog(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let first = AuditEntry(
+            at: Self.time, actor: "alice (attestctl)", action: "integration.revoke", target: "clid_x", detail: "2 tokens")
+        let second = AuditEntry(at: Self.time + 5, actor: "bob (attestctl)", action: "token.revoke", target: "ab", detail: "")
+        try world.store.appendAudit(first)
+        try world.otherNode().appendAudit(second)
+        #expect(try world.store.auditLog(since: 0, limit: 10) == [first, second])
+        #expect(try world.store.auditLog(since: Self.time + 1, limit: 10) == [second])
+        #expect(try world.store.auditLog(since: 0, limit: 1) == [first])
     }
 }
 
