@@ -24,10 +24,12 @@ package struct AttestAPI: HTTPResponder {
         package var trustedProxies: [String]
         /// Whether challenges and attestations are limited per client address (`--address-rate` > 0).
         package var limitsPerAddress: Bool
+        /// One in N successful authorize and introspect lines is logged (1: all, 0: none).
+        package var logSuccessEvery = 1
 
         package init(
             gatewaySecrets: GatewaySecrets?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
-            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true
+            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true, logSuccessEvery: Int = 1
         ) {
             self.gatewaySecrets = gatewaySecrets
             self.trustsAppleRoot = trustsAppleRoot
@@ -36,6 +38,7 @@ package struct AttestAPI: HTTPResponder {
             self.testClock = testClock
             self.trustedProxies = trustedProxies
             self.limitsPerAddress = limitsPerAddress
+            self.logSuccessEvery = logSuccessEvery
         }
     }
 
@@ -103,6 +106,8 @@ package struct AttestAPI: HTTPResponder {
     private let table: [String: Route]
     private let requestCounter = RequestCounter()
     private let clientAddress: ClientAddress
+    /// Counts successful gateway requests, for `logSuccessEvery`.
+    private let gatewaySuccesses = RequestCounter()
     /// Set once the untrusted-proxy warning has been logged.
     private let warnedAboutProxy = OnceFlag()
 
@@ -139,7 +144,8 @@ package struct AttestAPI: HTTPResponder {
 
     package func respond(to request: HTTPRequest) -> HTTPResponse {
         let started = ContinuousClock.now
-        let requestID = requestCounter.next()
+        // The proxy's ID (nginx's $request_id) when it sent a sane one, so both logs correlate.
+        let requestID = RequestCounter.forwarded(request.header("X-Request-Id")) ?? requestCounter.next()
         var log = RequestLog()
         log.client = client(of: request)
         let route = table[request.path]
@@ -160,7 +166,7 @@ package struct AttestAPI: HTTPResponder {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let name = route?.name ?? .unknown
         metrics.recordRequest(route: name.rawValue, status: response.status, seconds: seconds)
-        if !name.isQuiet || response.status >= 500 {
+        if (!name.isQuiet || response.status >= 500) && logs(name, response.status) {
             var fields: [(String, LogValue)] = [
                 ("request.id", .string(requestID)), ("route", .string(name.rawValue)), ("status", .int(response.status)),
                 ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(log.outcome ?? "ok")),
@@ -170,6 +176,14 @@ package struct AttestAPI: HTTPResponder {
             logger.log(response.status >= 500 ? .error : .info, "request", fields: fields)
         }
         return response
+    }
+
+    /// Whether this request's line is written: every failure is; successful authorize and
+    /// introspect lines (the bulk of a busy gateway's traffic) only one in `logSuccessEvery`.
+    private func logs(_ route: RouteName, _ status: Int) -> Bool {
+        guard status < 400, route == .authorize || route == .introspect, settings.logSuccessEvery != 1 else { return true }
+        guard settings.logSuccessEvery > 0 else { return false }
+        return gatewaySuccesses.count() % UInt64(settings.logSuccessEvery) == 0
     }
 
     /// The one place a refusal becomes a response: the outcome for the log line, and for a
@@ -434,6 +448,21 @@ final class RequestCounter: Sendable {
     }
 
     func next() -> String {
-        "\(prefix)-\(counter.wrappingAdd(1, ordering: .relaxed).newValue)"
+        "\(prefix)-\(count())"
+    }
+
+    /// The next number (from 1).
+    func count() -> UInt64 { counter.wrappingAdd(1, ordering: .relaxed).newValue }
+
+    /// A request ID from a proxy, when it is 1 to 64 of A-Z a-z 0-9 . _ - (nginx's `$request_id` is
+    /// 32 hex digits); nil for anything else, which then gets attestd's own.
+    static func forwarded(_ value: String?) -> String? {
+        guard let value, (1...64).contains(value.utf8.count),
+            value.utf8.allSatisfy({ byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2E || byte == 0x5F
+                    || byte == 0x2D
+            })
+        else { return nil }
+        return value
     }
 }

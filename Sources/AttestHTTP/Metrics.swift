@@ -43,6 +43,7 @@ package final class Metrics: Sendable {
         var outcomes: [OutcomeKey: UInt64] = [:]
         var integrations: [IntegrationKey: UInt64] = [:]
         var storageErrors: [String: UInt64] = [:]
+        var refusedConnections: UInt64 = 0
         var tokensMinted: UInt64 = 0
         var latency: [String: Histogram] = [:]
     }
@@ -75,6 +76,11 @@ package final class Metrics: Sendable {
                 state.integrations[key, default: 0] += 1
             }
         }
+    }
+
+    /// A connection refused because its address held its whole per-address share.
+    func recordRefusedConnection() {
+        state.withLock { $0.refusedConnections += 1 }
     }
 
     /// A request refused with 503 (or 500) because the storage (or the random source) failed.
@@ -122,6 +128,11 @@ package final class Metrics: Sendable {
         for (reason, value) in snapshot.storageErrors.sorted(by: { $0.key < $1.key }) {
             lines.append("attestd_storage_errors_total{reason=\"\(reason)\"} \(value)")
         }
+        lines += [
+            "# HELP attestd_connections_refused_total Connections refused, by reason (per_address: the address held its whole share).",
+            "# TYPE attestd_connections_refused_total counter",
+            "attestd_connections_refused_total{reason=\"per_address\"} \(snapshot.refusedConnections)",
+        ]
         lines += [
             "# HELP attestd_tokens_minted_total Access tokens issued.", "# TYPE attestd_tokens_minted_total counter",
             "attestd_tokens_minted_total \(snapshot.tokensMinted)",

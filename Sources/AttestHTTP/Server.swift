@@ -85,7 +85,7 @@ package final class Server: Sendable {
             settings: AttestAPI.Settings(
                 gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
                 storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
-                limitsPerAddress: configuration.perAddress.perSecond > 0),
+                limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery),
             logger: logger,
             gauges: {
                 let statistics =
@@ -103,6 +103,12 @@ package final class Server: Sendable {
             host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
         if let threads = configuration.threads { httpConfiguration.threads = threads }
+        let metrics = api.metrics
+        let refusals = RefusalLog(logger: logger)
+        httpConfiguration.onRefusal = { address in
+            metrics.recordRefusedConnection()
+            refusals.record(address)
+        }
         do {
             http = try HTTPServer(configuration: httpConfiguration, responder: api)
         } catch {
@@ -159,5 +165,38 @@ package final class Server: Sendable {
         } catch {
             logger.log(.error, "purge failed", ["error": .string(error.subcode.identifier)])
         }
+    }
+}
+
+/// Logs connections refused by the per-address cap: at most one line every 10 seconds, with how
+/// many were refused since the last line and the last address (so a flood cannot flood the log).
+final class RefusalLog: Sendable {
+    private struct State {
+        var lastLine: ContinuousClock.Instant?
+        var since = 0
+    }
+
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func record(_ address: String) {
+        let now = ContinuousClock.now
+        let count: Int? = state.withLock { state in
+            state.since += 1
+            if let last = state.lastLine, now - last < .seconds(10) { return nil }
+            defer {
+                state.lastLine = now
+                state.since = 0
+            }
+            return state.since
+        }
+        guard let count else { return }
+        logger.log(
+            .warning, "connections refused: the address holds its whole per-address share (--connections-per-address)",
+            ["remote": .string(address), "refused": .int(count)])
     }
 }

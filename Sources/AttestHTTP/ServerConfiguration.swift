@@ -30,6 +30,10 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var perAddress = ServicePolicy().perAddress
     /// Proxies whose `X-Forwarded-For` names the client address (`--trusted-proxy`, CIDR).
     package var trustedProxies: [String] = []
+    /// Log lines below this level are not written.
+    package var logLevel = LogLevel.info
+    /// One in N successful authorize and introspect lines is logged (1: all, 0: none); failures always are.
+    package var logSuccessEvery = 1
 
     /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
     package init() {}
@@ -134,6 +138,19 @@ package struct ServerConfiguration: Sendable, Equatable {
         rate(
             "challenge-rate", environment: "ATTESTD_CHALLENGE_RATE",
             help: "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)", \.challengePerIntegration),
+        Setting(
+            "log-level", environment: "ATTESTD_LOG_LEVEL", value: "debug|info|warning|error",
+            help: "the least severe log lines written (default info)"
+        ) { configuration, text throws(UsageError) in
+            guard let level = LogLevel(rawValue: text) else {
+                throw UsageError(message: "--log-level takes debug, info, warning or error, not '\(text)'")
+            }
+            configuration.logLevel = level
+        },
+        whole(
+            "log-success-every", environment: "ATTESTD_LOG_SUCCESS_EVERY", value: "N",
+            help: "log one in N successful /v1/authorize and /v1/introspect requests (default 1: all; 0: none); failures always",
+            in: 0...1_000_000, \.logSuccessEvery),
         Setting(
             "trusted-proxy", environment: "ATTESTD_TRUSTED_PROXY", value: "CIDR[,CIDR...]",
             help: "proxies (e.g. 127.0.0.1/32) whose X-Forwarded-For gives the client address for per-address limits and logs"

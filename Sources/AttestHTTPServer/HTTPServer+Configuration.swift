@@ -23,6 +23,9 @@ extension HTTPServer {
         /// (answered 408 and closed past it); also bounds a request line trickled into an open
         /// connection. 0 disables the deadline.
         package var requestDeadlineSeconds: UInt32
+        /// Called (on an MHD thread; keep it quick) with the address of each connection refused by
+        /// `perAddressConnectionLimit`.
+        package var onRefusal: (@Sendable (String) -> Void)?
 
         /// Makes a configuration; the defaults suit a service behind a local reverse proxy.
         package init(
@@ -43,6 +46,7 @@ extension HTTPServer {
             self.connectionLimit = connectionLimit
             self.perAddressConnectionLimit = perAddressConnectionLimit
             self.requestDeadlineSeconds = requestDeadlineSeconds
+            self.onRefusal = nil
         }
 
         /// The number of online processors (at least 1), the default thread count.

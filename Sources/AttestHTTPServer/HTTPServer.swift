@@ -29,7 +29,8 @@ package final class HTTPServer: Sendable {
         }
         let context = ServerContext(
             responder: responder, maximumBodyBytes: configuration.maximumBodyBytes,
-            requestDeadline: .seconds(Int(configuration.requestDeadlineSeconds)))
+            requestDeadline: .seconds(Int(configuration.requestDeadlineSeconds)),
+            addresses: ConnectionsPerAddress(limit: Int(configuration.perAddressConnectionLimit), onRefusal: configuration.onRefusal))
         // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal polling threads.
         var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
@@ -43,14 +44,13 @@ package final class HTTPServer: Sendable {
                 MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(connectionLimit), ptr_value: nil),
                 MHD_OptionItem(
                     option: .CONNECTION_TIMEOUT, value: Int(configuration.connectionTimeoutSeconds), ptr_value: nil),
-                MHD_OptionItem(
-                    option: .PER_IP_CONNECTION_LIMIT, value: Int(configuration.perAddressConnectionLimit), ptr_value: nil),
                 MHD_OptionItem(option: .END, value: 0, ptr_value: nil),
             ]
             errno = 0
             let started = options.withUnsafeMutableBufferPointer { options in
                 CMicroHTTPD_start_daemon(
-                    flags, configuration.port, accessHandler, contextPointer, requestCompletedCallback, contextPointer,
+                    flags, configuration.port, acceptPolicyCallback, contextPointer, accessHandler, contextPointer,
+                    requestCompletedCallback, contextPointer,
                     uriLogCallback, contextPointer, connectionNotifyCallback, contextPointer, options.baseAddress)
             }
             return (started, errno)
@@ -79,6 +79,9 @@ package final class HTTPServer: Sendable {
     }
 
     deinit { stop() }
+
+    /// Connections refused because their address held its whole per-address share.
+    package var refusedConnectionCount: Int { context.addresses.refused.load(ordering: .relaxed) }
 
     /// Requests begun and not yet finished (response sent, or abandoned); for tests and `stop()`.
     var activeRequestCount: Int { context.activeRequests.load(ordering: .sequentiallyConsistent) }

@@ -40,11 +40,21 @@ func connectionNotifyCallback(
     guard let cls, let connection else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     let fd = CMicroHTTPD_connection_fd(connection)
+    let address = CMicroHTTPD_connection_client_address(connection).map(SocketAddress.text(of:)) ?? ""
     if code == .CONNECTION_NOTIFY_STARTED {
         context.deadlines.opened(fd)
+        context.addresses.opened(address)
     } else {
         context.deadlines.closed(fd)
+        context.addresses.closed(address)
     }
+}
+
+/// The accept policy: refuses a connection whose address holds its whole per-address share.
+func acceptPolicyCallback(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
+    guard let cls, let address else { return .YES }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    return context.addresses.admits(SocketAddress.text(of: address)) ? .YES : .NO
 }
 
 /// The access handler. MHD calls it once when the headers are complete, once per piece of body

@@ -15,11 +15,14 @@ final class ServerContext: Sendable {
     let isStopping = Atomic<Bool>(false)
     /// The absolute deadline of every request's headers and body.
     let deadlines: RequestDeadlines
+    /// Open connections per client address, and the cap on them.
+    let addresses: ConnectionsPerAddress
 
-    init(responder: any HTTPResponder, maximumBodyBytes: Int, requestDeadline: Duration) {
+    init(responder: any HTTPResponder, maximumBodyBytes: Int, requestDeadline: Duration, addresses: ConnectionsPerAddress) {
         self.responder = responder
         self.maximumBodyBytes = maximumBodyBytes
         deadlines = RequestDeadlines(limit: requestDeadline)
+        self.addresses = addresses
     }
 }
 
@@ -41,5 +44,50 @@ final class RequestState {
 
     init(target: String) {
         self.target = target
+    }
+}
+
+/// Open connections per client address: the cap that keeps one address from taking the server
+/// (libmicrohttpd has one too, but refuses in silence; this one counts and reports each refusal).
+///
+/// A connection is counted when MHD reports it open and uncounted when it reports it closed; the
+/// accept policy refuses an address already at the cap. Two accepts of one address on two threads
+/// at the same instant can both pass, so the cap can be exceeded by at most the number of threads.
+final class ConnectionsPerAddress: Sendable {
+    let limit: Int
+    private let open = Mutex<[String: Int]>([:])
+    let refused = Atomic<Int>(0)
+    private let onRefusal: (@Sendable (String) -> Void)?
+
+    init(limit: Int, onRefusal: (@Sendable (String) -> Void)?) {
+        self.limit = limit
+        self.onRefusal = onRefusal
+    }
+
+    /// Whether a connection from `address` may be kept.
+    func admits(_ address: String) -> Bool {
+        guard limit > 0 else { return true }
+        let admitted = open.withLock { ($0[address] ?? 0) < limit }
+        if !admitted {
+            refused.add(1, ordering: .relaxed)
+            onRefusal?(address)
+        }
+        return admitted
+    }
+
+    /// Whether `address` holds its whole share now (for tests).
+    func isFull(_ address: String) -> Bool { open.withLock { ($0[address] ?? 0) >= limit } }
+
+    func opened(_ address: String) {
+        guard limit > 0 else { return }
+        open.withLock { $0[address, default: 0] += 1 }
+    }
+
+    func closed(_ address: String) {
+        guard limit > 0 else { return }
+        open.withLock { table in
+            let count = (table[address] ?? 1) - 1
+            table[address] = count > 0 ? count : nil
+        }
     }
 }

@@ -19,15 +19,17 @@ typedef void *(*CMicroHTTPD_URILogCallback)(void *cls, const char *uri, struct M
 // and every other option arrives as an MHD_OPTION_ARRAY terminated by {MHD_OPTION_END, 0, NULL}.
 // No accept-policy callback: connection limits are MHD options.
 // MHD_OPTION_NOTIFY_CONNECTION (connection opened and closed) is the fourth such callback.
+// The accept-policy callback (apc) decides per connecting address, before MHD keeps the connection.
 static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
     unsigned int flags, uint16_t port,
+    MHD_AcceptPolicyCallback apc, void *apc_cls,
     MHD_AccessHandlerCallback handler, void *handler_cls,
     MHD_RequestCompletedCallback completed, void *completed_cls,
     CMicroHTTPD_URILogCallback uri_log, void *uri_log_cls,
     MHD_NotifyConnectionCallback notify, void *notify_cls,
     struct MHD_OptionItem *options)
 {
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
+    return MHD_start_daemon(flags, port, apc, apc_cls, handler, handler_cls,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, uri_log_cls,
                             MHD_OPTION_NOTIFY_CONNECTION, notify, notify_cls,

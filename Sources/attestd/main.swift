@@ -12,12 +12,12 @@ let version = "0.1.0"
 // Why: the database (and its -wal and -shm files) holds device keys and token hashes; whatever
 // umask attestd was started with, the files it creates are its own user's only (0600).
 umask(0o077)
-let logger = Logger(sink: StandardErrorSink())
 let arguments = Array(CommandLine.arguments.dropFirst())
 
 let configuration = CommandLineEntry.parse(program: "attestd", usage: ServerConfiguration.usage, arguments: arguments) {
     arguments throws(UsageError) in try ServerConfiguration.parse(arguments, environment: ProcessInfo.processInfo.environment)
 }
+let logger = Logger(sink: StandardErrorSink(), minimumLevel: configuration.logLevel)
 
 // SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0. Installed before the
 // server starts, so a signal is never lost to the default action. A parent may have started us

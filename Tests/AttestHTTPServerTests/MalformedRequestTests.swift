@@ -1,5 +1,6 @@
 import AttestTesting
 import Glibc
+import Synchronization
 import Testing
 
 @testable import AttestHTTPServer
@@ -159,5 +160,31 @@ struct RequestDeadlineTests {
             usleep(700_000)  // 0.7 s idle between requests, 2.1 s on the connection in all
         }
         #expect(responder.requests.count == 3)
+    }
+}
+
+@Suite("HTTPServer: the per-address connection cap")
+struct PerAddressCapTests {
+    @Test("refuses an address's connections beyond its share, counts and reports each, and admits it again when one closes")
+    func refusesAndReports() throws {
+        let refusals = Mutex<[String]>([])
+        let server = try startServer(RecordingResponder()) {
+            $0.perAddressConnectionLimit = 2
+            $0.onRefusal = { address in refusals.withLock { $0.append(address) } }
+        }
+        defer { server.stop() }
+        var held: [RawHTTPClient?] = try (0..<2).map { _ in try RawHTTPClient(port: server.port) }
+        for client in held { try client?.send("GET /held HTTP/1.1\r\nHost: x\r\n") }
+        #expect(eventually { server.context.addresses.isFull("127.0.0.1") })
+        let third = try RawHTTPClient(port: server.port)
+        #expect(third.discardUntilClosed())
+        #expect(server.refusedConnectionCount == 1)
+        #expect(refusals.withLock { $0 } == ["127.0.0.1"])
+        // Once one of the two closes, the address is admitted again.
+        held[0] = nil  // closes its socket
+        #expect(eventually { !server.context.addresses.isFull("127.0.0.1") })
+        let again = try RawHTTPClient(port: server.port)
+        try again.sendGET("/again")
+        #expect(try again.receiveResponse().status == 200)
     }
 }

@@ -234,6 +234,34 @@ struct ResponderTests {
         #expect(try world.admin.setSuspended(clientID: world.integration.clientID, false) == true)
         #expect(try world.authorize(client, token: token).status == 200)
     }
+
+    @Test("takes a sane X-Request-Id from the proxy (nginx's $request_id) and makes its own otherwise")
+    func forwardedRequestID() throws {
+        let world = try HTTPWorld()
+        let nginxID = "0123456789abcdef0123456789abcdef"
+        let taken = world.server.api.respond(
+            to: Self.request("GET", "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)]))
+        #expect(taken.headers.first { $0.name == "X-Request-Id" }?.value == nginxID)
+        let refused = world.server.api.respond(
+            to: Self.request("GET", "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: "bad id\nwith newline")]))
+        #expect(refused.headers.first { $0.name == "X-Request-Id" }?.value != "bad id\nwith newline")
+        _ = world.server.api.respond(
+            to: Self.request("GET", "/v1/authorize", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)]))
+        #expect(world.sink.all.contains(#""request.id":"\#(nginxID)""#))
+    }
+
+    @Test("with --log-success-every 0 successful gateway lines are dropped and every failure stays")
+    func successSampling() throws {
+        let world = try HTTPWorld { $0.logSuccessEvery = 0 }
+        let client = try world.client()
+        let token = try world.attest(client, device: try SyntheticDevice())
+        for _ in 0..<5 { #expect(try world.authorize(client, token: token).status == 200) }
+        #expect(try world.authorize(client, token: "atk_nope").status == 401)
+        let lines = world.sink.lines.withLock { $0 }.filter { $0.contains(#""route":"authorize""#) }
+        #expect(lines.count == 1)
+        #expect(lines.first?.contains(#""status":401"#) == true)
+        #expect(world.sink.all.contains(#""route":"attest""#))
+    }
 }
 
 @Suite("Trusted proxy networks")
