@@ -29,7 +29,8 @@ struct Command: Sendable {
 /// `attestctl`: parse, validate, run. Help and dispatch come from the same command table.
 package struct AttestCtl: Sendable {
     static let commands: [Command] = [
-        VerifyCommands.attestation, VerifyCommands.assertion, IntegrationCommands.create, IntegrationCommands.revoke,
+        VerifyCommands.attestation, VerifyCommands.assertion, VerifyCommands.receipt, IntegrationCommands.create,
+        IntegrationCommands.revoke,
         IntegrationCommands.list, IntegrationCommands.show, StoreCommands.migrate, StoreCommands.copy, SimulateCommand.command,
     ]
 
