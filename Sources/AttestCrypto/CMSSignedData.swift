@@ -78,7 +78,7 @@ package final class CMSSignedData: @unchecked Sendable {
         guard OBJ_obj2nid(CMS_get0_eContentType(handle)) == NID_pkcs7_data else {
             return .rejected(.shape("the encapsulated content type is not id-data"))
         }
-        guard CMS_is_detached(handle) == 0, let slot = CMS_get0_content(handle), let octets = slot.pointee else {
+        guard let slot = CMS_get0_content(handle), let octets = slot.pointee else {
             return .rejected(.shape("the SignedData carries no content"))
         }
         guard let infos = CMS_get0_SignerInfos(handle), COpenSSL_sk_CMS_SignerInfo_num(infos) == 1,
