@@ -147,7 +147,7 @@ enum ReceiptChecks {
     /// Field 6 is `ATTEST` or `RECEIPT`, and the expected one when a type is expected.
     static func type(_ payload: ReceiptPayload, expected: ReceiptType?) throws(AttestError) -> ReceiptType {
         let text = try payload.required(.type)
-        guard let type = ReceiptType(rawValue: String(decoding: text, as: UTF8.self)), Array(type.rawValue.utf8) == text else {
+        guard let type = ReceiptType(rawValue: String(decoding: text, as: UTF8.self)) else {
             throw AttestError(.receiptType, "field 6 is neither ATTEST nor RECEIPT")
         }
         if let expected, type != expected {

@@ -299,6 +299,12 @@ struct PayloadCase: Sendable, CustomTestStringConvertible {
         .init(name: "creation time with a letter", expected: .receiptField) { world in
             world.payload(world.fields(created: "2027-01-1aT07:00:00.123Z"))
         },
+        .init(name: "creation time with a colon for a month digit", expected: .receiptField) { world in
+            world.payload(world.fields(created: "2027-0:-15T07:00:00.123Z"))
+        },
+        .init(name: "creation time ending in X instead of Z", expected: .receiptField) { world in
+            world.payload(world.fields(created: "2027-01-15T07:00:00.123X"))
+        },
         .init(name: "expiration time malformed", expected: .receiptField) { world in world.payload(world.fields(expires: "tomorrow")) },
         .init(name: "not-before malformed", expected: .receiptField) { world in world.payload(world.fields(notBefore: "2027-01-16")) },
         .init(name: "not-before after the verification time (never checked)", expected: nil) { world in
