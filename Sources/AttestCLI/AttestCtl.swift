@@ -29,10 +29,10 @@ struct Command: Sendable {
 /// `attestctl`: parse, validate, run. Help and dispatch come from the same command table.
 package struct AttestCtl: Sendable {
     static let commands: [Command] = [
-        VerifyCommands.attestation, VerifyCommands.assertion, IntegrationCommands.create, IntegrationCommands.revoke,
-        IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend, IntegrationCommands.resume,
-        IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList, StoreCommands.migrate,
-        StoreCommands.copy, SimulateCommand.command,
+        VerifyCommands.attestation, VerifyCommands.assertion, VerifyCommands.receipt, IntegrationCommands.create,
+        IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
+        IntegrationCommands.resume, IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList,
+        StoreCommands.migrate, StoreCommands.copy, SimulateCommand.command,
     ]
 
     let io: ToolIO

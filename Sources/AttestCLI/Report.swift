@@ -29,6 +29,16 @@ struct Report {
         ]
     }
 
+    init(_ receipt: VerifiedReceipt) {
+        valid = true
+        // risk_metric and not_before are always present, null when the receipt has no such field.
+        members = [
+            ("type", receipt.type.rawValue), ("app_id", receipt.appID.description), ("environment", receipt.environment.rawValue),
+            ("created_at", receipt.createdAt), ("not_before", JSONValue(receipt.notBefore)), ("expires_at", receipt.expiresAt),
+            ("risk_metric", JSONValue(receipt.riskMetric)), ("certificate_sha256", Hex.encode(receipt.certificateSHA256)),
+        ]
+    }
+
     init(_ error: AttestError) {
         valid = false
         members = [("code", error.code.identifier), ("reason", error.reason)]

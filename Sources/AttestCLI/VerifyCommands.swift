@@ -33,6 +33,17 @@ enum VerifyCommands {
             "previous-counter", value: "N", help: "the stored counter; the assertion's must be greater (default: 0)")
     }
 
+    /// The options of `verify receipt`.
+    enum Receipt {
+        static let object = OptionSpec(
+            "object", value: "FILE", help: "the receipt (CMS) in standard base64 ('-' reads stdin)", required: true)
+        static let appID = OptionSpec(
+            "app-id", value: "TEAMID.BUNDLEID", help: "the attested App ID; field 2 must equal it", required: true)
+        static let at = OptionSpec("at", value: "UNIX_SECONDS", help: "verification time (default: now)")
+        static let certificate = OptionSpec(
+            "certificate", value: "LEAF.pem", help: "the attestation's credential certificate; field 3 must be byte-identical")
+    }
+
     static let attestation = Command(
         path: ["verify", "attestation"],
         summary: "Verify an attestation object against Apple's App Attestation root.",
@@ -47,15 +58,40 @@ enum VerifyCommands {
         options: [Assertion.object, Assertion.publicKey, Assertion.clientDataHash, Assertion.appID, Assertion.previousCounter],
         run: runAssertion)
 
+    static let receipt = Command(
+        path: ["verify", "receipt"],
+        summary: "Verify an App Attest receipt against Apple Root CA - G3.",
+        options: [Receipt.object, Receipt.appID, Receipt.at, Receipt.certificate],
+        run: runReceipt)
+
+    static func runReceipt(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let appID = try appIDArgument(options.required(Receipt.appID))
+        let time = try timeArgument(options, Receipt.at, io: io)
+        let report: Report
+        do {
+            let receipt = try objectArgument(options.required(Receipt.object), io: io)
+            let certificate = try options.value(Receipt.certificate).map { path throws(AttestError) in
+                try certificateArgument(path, io: io).derBytes
+            }
+            let verified = try ReceiptVerifier.apple().verify(
+                ReceiptInput(receipt: receipt, appID: appID, certificate: certificate, expectedType: nil, time: time))
+            if verified.signatureForm == .contentDespiteSignedAttributes {
+                io.standardError(
+                    "attestctl verify receipt: note: the receipt has signed attributes but Apple signed its raw content "
+                        + "(the early non-conformant form); the content's signature verified, the signed attributes are ignored\n")
+            }
+            report = Report(verified)
+        } catch {
+            report = Report(error)
+        }
+        return report.write(to: io)
+    }
+
     static func runAttestation(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let keyID = try base64Argument(options, Attestation.keyID)
         let clientDataHash = try base64Argument(options, Attestation.clientDataHash)
         let appID = try appIDArgument(options.required(Attestation.appID))
-        var time = io.now()
-        if let at = options.value(Attestation.at) {
-            guard let seconds = Int64(at), seconds >= 0 else { throw UsageError(message: "--at takes Unix seconds, not '\(at)'") }
-            time = seconds
-        }
+        let time = try timeArgument(options, Attestation.at, io: io)
         let environments: Set<AppAttestEnvironment>
         switch options.value(Attestation.environment) ?? "any" {
         case "any": environments = Set(AppAttestEnvironment.allCases)
@@ -106,6 +142,13 @@ enum VerifyCommands {
         return bytes
     }
 
+    /// `--at` as Unix seconds, or now.
+    static func timeArgument(_ options: ParsedOptions, _ spec: OptionSpec, io: ToolIO) throws(UsageError) -> Int64 {
+        guard let at = options.value(spec) else { return io.now() }
+        guard let seconds = Int64(at), seconds >= 0 else { throw UsageError(message: "--\(spec.name) takes Unix seconds, not '\(at)'") }
+        return seconds
+    }
+
     static func appIDArgument(_ text: String) throws(UsageError) -> AppID {
         do {
             return try AppID(text)
@@ -129,6 +172,15 @@ enum VerifyCommands {
             return try PublicKey(pem: text)
         } catch {
             throw AttestError(.invalidPublicKey, "the public key file is not a PEM public key")
+        }
+    }
+
+    static func certificateArgument(_ path: String, io: ToolIO) throws(AttestError) -> Certificate {
+        let text = try readInput(path, io: io)
+        do {
+            return try Certificate(pemEncoded: text)
+        } catch {
+            throw AttestError(.certificateEncoding, "the certificate file is not a PEM certificate")
         }
     }
 

@@ -48,6 +48,18 @@ package struct AttestError: Error, Sendable, Hashable, CustomStringConvertible {
         case signatureEncoding
         case signature
         case counterNotIncreasing
+        // Receipt checks (Apple Root CA - G3 CMS; `ReceiptVerifier`).
+        case receiptCMS
+        case receiptTrailingBytes
+        case receiptChainInvalid(ChainFailure)
+        case receiptSignature
+        case receiptSigner
+        case receiptPayload
+        case receiptField
+        case receiptType
+        case receiptAppID
+        case receiptCertificate
+        case receiptExpired
 
         /// The stable, documented spelling, e.g. `nonce_mismatch` or `chain_invalid:expired`.
         package var identifier: String {
@@ -86,6 +98,17 @@ package struct AttestError: Error, Sendable, Hashable, CustomStringConvertible {
             case .signatureEncoding: "signature_encoding"
             case .signature: "signature"
             case .counterNotIncreasing: "counter_not_increasing"
+            case .receiptCMS: "receipt_cms"
+            case .receiptTrailingBytes: "receipt_trailing_bytes"
+            case .receiptChainInvalid(let failure): "receipt_chain_invalid:\(failure.rawValue)"
+            case .receiptSignature: "receipt_signature"
+            case .receiptSigner: "receipt_signer"
+            case .receiptPayload: "receipt_payload"
+            case .receiptField: "receipt_field"
+            case .receiptType: "receipt_type"
+            case .receiptAppID: "receipt_app_id"
+            case .receiptCertificate: "receipt_certificate"
+            case .receiptExpired: "receipt_expired"
             }
         }
 

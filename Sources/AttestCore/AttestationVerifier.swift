@@ -36,8 +36,10 @@ package struct VerifiedAttestation: Sendable {
     package let environment: AppAttestEnvironment
     /// The App ID whose rpIdHash matched.
     package let appID: AppID
-    /// Apple's receipt, for fraud-risk queries later.
+    /// Apple's receipt, for fraud-risk queries later (`ReceiptVerifier.verifyAttestationReceipt`).
     package let receipt: [UInt8]
+    /// DER of the credential certificate (x5c[0]): an `ATTEST` receipt's field 3 must equal it.
+    package let credentialCertificate: [UInt8]
     /// iOS 27 extension values, when the device sent them.
     package let extensions: AuthenticatorExtensions?
     /// When the credential certificate expires (informational: keys are not re-verified later).
@@ -84,7 +86,7 @@ package final class AttestationVerifier: Sendable {
         try AttestationChecks.credentialKey(object.authenticatorData, leaf: leaf)
         return VerifiedAttestation(
             keyID: input.keyID, publicKey: leaf.point, environment: environment, appID: appID,
-            receipt: object.receipt, extensions: object.authenticatorData.extensions,
+            receipt: object.receipt, credentialCertificate: leaf.certificate.derBytes, extensions: object.authenticatorData.extensions,
             leafNotAfter: leaf.certificate.notAfter, usedCachedIntermediate: usedCache)
     }
 }

@@ -17,15 +17,29 @@ enum NonceExtension {
     }
 }
 
-/// Reads DER tag-length-value triples (single-byte tags, minimal definite lengths).
+/// Reads DER tag-length-value triples (single-byte tags, minimal definite lengths up to 65,535).
+/// Failures carry `code`: the nonce extension's by default, the receipt payload's for receipts.
 enum DERReader {
     /// The contents of the one TLV that makes up all of `bytes`, which must carry `tag`.
-    static func single(_ bytes: ArraySlice<UInt8>, tag: UInt8) throws(AttestError) -> ArraySlice<UInt8> {
+    static func single(
+        _ bytes: ArraySlice<UInt8>, tag: UInt8, code: AttestError.Code = .nonceExtension
+    ) throws(AttestError) -> ArraySlice<UInt8> {
+        let (contents, rest) = try element(bytes, tag: tag, code: code)
+        guard rest.isEmpty else {
+            throw AttestError(code, "\(rest.count) bytes follow the DER element")
+        }
+        return contents
+    }
+
+    /// The contents of the TLV at the start of `bytes`, which must carry `tag`, and the bytes after it.
+    static func element(
+        _ bytes: ArraySlice<UInt8>, tag: UInt8, code: AttestError.Code = .nonceExtension
+    ) throws(AttestError) -> (contents: ArraySlice<UInt8>, rest: ArraySlice<UInt8>) {
         guard let first = bytes.first, first == tag else {
-            throw AttestError(.nonceExtension, "expected DER tag 0x\(Hex.encode([tag]))")
+            throw AttestError(code, "expected DER tag 0x\(Hex.encode([tag]))")
         }
         var index = bytes.startIndex + 1
-        guard index < bytes.endIndex else { throw AttestError(.nonceExtension, "DER length missing") }
+        guard index < bytes.endIndex else { throw AttestError(code, "DER length missing") }
         let lengthByte = bytes[index]
         index += 1
         var length = 0
@@ -34,7 +48,7 @@ enum DERReader {
         } else {
             let count = Int(lengthByte & 0x7F)
             guard (1...2).contains(count), bytes.endIndex - index >= count else {
-                throw AttestError(.nonceExtension, "unsupported DER length form")
+                throw AttestError(code, "unsupported DER length form")
             }
             for _ in 0..<count {
                 length = length << 8 | Int(bytes[index])
@@ -42,12 +56,24 @@ enum DERReader {
             }
             // DER: the long form only for lengths of 128 and more, in the fewest bytes.
             guard length >= 0x80, bytes[bytes.startIndex + 2] != 0 else {
-                throw AttestError(.nonceExtension, "non-minimal DER length")
+                throw AttestError(code, "non-minimal DER length")
             }
         }
-        guard bytes.endIndex - index == length else {
-            throw AttestError(.nonceExtension, "DER length does not match the bytes present (\(length) declared)")
+        guard bytes.endIndex - index >= length else {
+            throw AttestError(code, "DER length exceeds the bytes present (\(length) declared)")
         }
-        return bytes[index...]
+        return (bytes[index..<index + length], bytes[(index + length)...])
+    }
+
+    /// A DER INTEGER's contents as a non-negative `Int`: minimal two's complement, at most 4 bytes.
+    static func nonNegativeInteger(_ contents: ArraySlice<UInt8>, code: AttestError.Code) throws(AttestError) -> Int {
+        guard let first = contents.first, contents.count <= 4 else {
+            throw AttestError(code, "INTEGER is empty or longer than 4 bytes")
+        }
+        guard first < 0x80 else { throw AttestError(code, "INTEGER is negative") }
+        guard contents.count == 1 || first != 0 || contents[contents.startIndex + 1] >= 0x80 else {
+            throw AttestError(code, "INTEGER is not minimally encoded")
+        }
+        return contents.reduce(0) { $0 << 8 | Int($1) }
     }
 }

@@ -4,7 +4,7 @@ package import AttestCrypto
 package struct TrustAnchor: Sendable {
     /// The root certificate.
     package let certificate: Certificate
-    /// True for Apple's pinned root; false for a test or demo anchor.
+    /// True for one of Apple's pinned roots; false for a test or demo anchor.
     package let isAppleRoot: Bool
 
     /// SHA-256 fingerprint of the Apple App Attestation Root CA
@@ -17,18 +17,31 @@ package struct TrustAnchor: Sendable {
     /// Apple's App Attestation root, embedded in the binary so that no file can replace it; the
     /// fingerprint is checked every time it is loaded.
     package static func appleAppAttestationRoot() throws(AttestError) -> TrustAnchor {
-        try appleRoot(pem: appleRootPEM)
+        try appleRoot(pem: appleRootPEM, fingerprint: appleRootFingerprint)
+    }
+
+    /// SHA-256 fingerprint of Apple Root CA - G3 (`63:34:3A:BF:...:3E:91:79`, P-384, valid
+    /// 2014-04-30 to 2039-04-30): the root of the receipts' CMS signatures, not of attestations.
+    package static let appleRootCAG3Fingerprint: [UInt8] = [
+        0x63, 0x34, 0x3A, 0xBF, 0xB8, 0x9A, 0x6A, 0x03, 0xEB, 0xB5, 0x7E, 0x9B, 0x3F, 0x5F, 0xA7, 0xBE,
+        0x7C, 0x4F, 0x5C, 0x75, 0x6F, 0x30, 0x17, 0xB3, 0xA8, 0xC4, 0x88, 0xC3, 0x65, 0x3E, 0x91, 0x79,
+    ]
+
+    /// Apple Root CA - G3, embedded in the binary like the App Attestation root and checked against
+    /// its pinned fingerprint every time it is loaded: the only anchor of receipt verification.
+    package static func appleRootCAG3() throws(AttestError) -> TrustAnchor {
+        try appleRoot(pem: appleRootCAG3PEM, fingerprint: appleRootCAG3Fingerprint)
     }
 
     /// The Apple anchor from `pem`, refused unless its fingerprint is the pinned one.
-    static func appleRoot(pem: String) throws(AttestError) -> TrustAnchor {
+    static func appleRoot(pem: String, fingerprint: [UInt8]) throws(AttestError) -> TrustAnchor {
         let certificate: Certificate
         do {
             certificate = try Certificate(pemEncoded: pem)
         } catch {
             throw AttestError(.trustAnchor, "the Apple root does not parse: \(error.reason)")
         }
-        guard certificate.sha256Fingerprint == appleRootFingerprint else {
+        guard certificate.sha256Fingerprint == fingerprint else {
             throw AttestError(.trustAnchor, "the Apple root's SHA-256 fingerprint is not the pinned one")
         }
         return TrustAnchor(certificate: certificate, isAppleRoot: true)
@@ -63,6 +76,23 @@ package struct TrustAnchor: Sendable {
         CgYIKoZIzj0EAwMDaAAwZQIwQgFGnByvsiVbpTKwSga0kP0e8EeDS4+sQmTvb7vn
         53O5+FRXgeLhpJ06ysC5PrOyAjEAp5U4xDgEgllF7En3VcE3iexZZtKeYnpqtijV
         oyFraWVIyd/dganmrduC1bmTBGwD
+        -----END CERTIFICATE-----
+
+        """
+
+    static let appleRootCAG3PEM = """
+        -----BEGIN CERTIFICATE-----
+        MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwSQXBwbGUgUm9v
+        dCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9uIEF1dGhvcml0eTETMBEGA1UE
+        CgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcNMTQwNDMwMTgxOTA2WhcNMzkwNDMwMTgxOTA2
+        WjBnMRswGQYDVQQDDBJBcHBsZSBSb290IENBIC0gRzMxJjAkBgNVBAsMHUFwcGxlIENlcnRpZmlj
+        YXRpb24gQXV0aG9yaXR5MRMwEQYDVQQKDApBcHBsZSBJbmMuMQswCQYDVQQGEwJVUzB2MBAGByqG
+        SM49AgEGBSuBBAAiA2IABJjpLz1AcqTtkyJygRMc3RCV8cWjTnHcFBbZDuWmBSp3ZHtfTjjTuxxE
+        tX/1H7YyYl3J6YRbTzBPEVoA/VhYDKX1DyxNB0cTddqXl5dvMVztK517IDvYuVTZXpmkOlEKMaNC
+        MEAwHQYDVR0OBBYEFLuw3qFYM4iapIqZ3r6966/ayySrMA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0P
+        AQH/BAQDAgEGMAoGCCqGSM49BAMDA2gAMGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3m
+        eoyhpmvOwgPUnPWTxnS4at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkL
+        F1vLUagM6BgD56KyKA==
         -----END CERTIFICATE-----
 
         """

@@ -45,6 +45,15 @@ package final class Certificate: @unchecked Sendable {
         try self.init(derEncoded: Certificate.der(of: parsed))
     }
 
+    /// Takes one more reference to an `X509` that OpenSSL already parsed (a CMS object's signer),
+    /// so it is not parsed again; `derBytes` is its encoding.
+    init(retaining x509: OpaquePointer) throws(CryptoError) {
+        let der = try Certificate.der(of: x509)
+        guard X509_up_ref(x509) == 1 else { throw OpenSSLErrorQueue.error(.internalFailure, "X509_up_ref") }
+        self.x509 = x509
+        derBytes = der
+    }
+
     deinit { X509_free(x509) }
 
     static func der(of x509: OpaquePointer) throws(CryptoError) -> [UInt8] {

@@ -10,6 +10,8 @@ package struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         case invalidPrivateKey = "invalid_private_key"
         case invalidCertificate = "invalid_certificate"
         case invalidSignature = "invalid_signature"
+        case invalidCMS = "invalid_cms"
+        case cmsTrailingBytes = "cms_trailing_bytes"
         case unsupportedCurve = "unsupported_curve"
         case randomFailure = "random_failure"
         case internalFailure = "internal_failure"

@@ -9,13 +9,29 @@ enum OpenSSLErrorQueue {
         while true {
             let code = ERR_get_error()
             if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            if messages.count < 4 {
-                messages.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            }
+            if messages.count < 4 { messages.append(text(code)) }
         }
         return messages.isEmpty ? "no OpenSSL detail" : messages.joined(separator: "; ")
+    }
+
+    /// Drains the queue; returns the reason codes of its CMS-library entries (e.g.
+    /// `CMS_R_CERTIFICATE_VERIFY_ERROR`) and the same one-line text as `drain()`.
+    static func drainCMSReasons() -> (reasons: Set<Int32>, message: String) {
+        var reasons: Set<Int32> = []
+        var messages: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            if ERR_GET_LIB(code) == ERR_LIB_CMS { reasons.insert(ERR_GET_REASON(code)) }
+            if messages.count < 4 { messages.append(text(code)) }
+        }
+        return (reasons, messages.isEmpty ? "no OpenSSL detail" : messages.joined(separator: "; "))
+    }
+
+    private static func text(_ code: UInt) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Builds a `CryptoError` whose reason names the failed call and OpenSSL's diagnosis.

@@ -2,6 +2,7 @@
 #define COPENSSL_SHIM_H
 
 #include <openssl/bn.h>
+#include <openssl/cms.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
@@ -18,6 +19,16 @@
 static inline STACK_OF(X509) *COpenSSL_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int COpenSSL_sk_X509_push(STACK_OF(X509) *stack, X509 *cert) { return sk_X509_push(stack, cert); }
 static inline void COpenSSL_sk_X509_free(STACK_OF(X509) *stack) { sk_X509_free(stack); }
+static inline int COpenSSL_sk_X509_num(const STACK_OF(X509) *stack) { return sk_X509_num(stack); }
+static inline X509 *COpenSSL_sk_X509_value(const STACK_OF(X509) *stack, int index) { return sk_X509_value(stack, index); }
+// Frees the stack and drops one reference to each certificate (for CMS_get1_certs' result).
+static inline void COpenSSL_sk_X509_pop_free(STACK_OF(X509) *stack) { sk_X509_pop_free(stack, X509_free); }
+
+// STACK_OF(CMS_SignerInfo) has the same macro-only accessors.
+static inline int COpenSSL_sk_CMS_SignerInfo_num(const STACK_OF(CMS_SignerInfo) *stack) { return sk_CMS_SignerInfo_num(stack); }
+static inline CMS_SignerInfo *COpenSSL_sk_CMS_SignerInfo_value(const STACK_OF(CMS_SignerInfo) *stack, int index) {
+    return sk_CMS_SignerInfo_value(stack, index);
+}
 
 static inline int COpenSSL_sk_X509_OBJECT_num(const STACK_OF(X509_OBJECT) *stack) { return sk_X509_OBJECT_num(stack); }
 
