@@ -112,6 +112,106 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
+    package func updatePolicy(clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?) throws(StorageError) -> Bool? {
+        try transaction { connection throws(StorageError) -> Bool? in
+            let changed = try connection.query(
+                """
+                UPDATE integrations SET require_valid_receipt = $1, max_risk_metric = $2, max_new_keys_per_hour = $3,
+                    max_live_tokens_per_device = $4 WHERE client_id = $5
+                """,
+                [
+                    .integer(policy.requireValidReceipt ? 1 : 0), policy.maxRiskMetric.map { .integer(Int64($0)) } ?? .null,
+                    policy.maxNewKeysPerHour.map { .integer(Int64($0)) } ?? .null,
+                    maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
+                    .text(clientID),
+                ]
+            ).changed
+            return changed == 1 ? true : nil
+        }
+    }
+
+    package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {
+        try transaction(isolation: "REPEATABLE READ") { connection throws(StorageError) -> [DeviceSummary] in
+            let devices = try connection.query(
+                "SELECT \(Self.deviceColumns) FROM devices WHERE client_id = $1 ORDER BY created_at, key_id", [.text(clientID)])
+            let counts = try connection.query(
+                "SELECT key_id, count(*) FROM tokens WHERE client_id = $1 AND expires_at > $2 GROUP BY key_id",
+                [.text(clientID), .integer(time)])
+            var byKey: [[UInt8]: Int] = [:]
+            for row in 0..<counts.count { byKey[counts.bytes(row, 0) ?? []] = Int(counts.int64(row, 1)) }
+            return (0..<devices.count).map {
+                let device = Self.device(devices, $0)
+                return DeviceSummary(device: device, liveTokens: byKey[device.keyID] ?? 0)
+            }
+        }
+    }
+
+    package func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int {
+        try read { connection throws(StorageError) -> Int in
+            Int(
+                try connection.query("SELECT count(*) FROM tokens WHERE key_id = $1 AND expires_at > $2", [.bytes(keyID), .integer(time)])
+                    .int64(0, 0))
+        }
+    }
+
+    package func newKeyCount(clientID: String, since: Int64) throws(StorageError) -> Int {
+        try read { connection throws(StorageError) -> Int in
+            Int(
+                try connection.query(
+                    "SELECT count(*) FROM devices WHERE client_id = $1 AND created_at >= $2", [.text(clientID), .integer(since)]
+                ).int64(0, 0))
+        }
+    }
+
+    package func updateReceipt(keyID: [UInt8], receipt: [UInt8], state: ReceiptState) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            try connection.query(
+                """
+                UPDATE devices SET receipt = $1, receipt_verdict = $2, receipt_type = $3, receipt_created_at = $4, receipt_expires_at = $5,
+                    risk_metric = $6, receipt_refreshed_at = $7 WHERE key_id = $8
+                """, [.bytes(receipt)] + Self.values(state) + [.bytes(keyID)])
+        }
+    }
+
+    package func touchReceipt(keyID: [UInt8], at time: Int64) throws(StorageError) {
+        try transaction { connection throws(StorageError) in
+            try connection.query("UPDATE devices SET receipt_refreshed_at = $1 WHERE key_id = $2", [.integer(time), .bytes(keyID)])
+        }
+    }
+
+    package func setFraudKey(clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64) throws(StorageError) -> Bool? {
+        try transaction { connection throws(StorageError) -> Bool? in
+            guard try connection.query("SELECT 1 FROM integrations WHERE client_id = $1", [.text(clientID)]).count == 1 else { return nil }
+            try connection.query(
+                """
+                INSERT INTO fraud_keys (client_id, key_id, sealed_key, created_at) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (client_id) DO UPDATE SET key_id = excluded.key_id, sealed_key = excluded.sealed_key, created_at = excluded.created_at
+                """, [.text(clientID), .text(keyID), .bytes(sealedKey), .integer(time)])
+            return true
+        }
+    }
+
+    package func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])? {
+        try read { connection throws(StorageError) -> (keyID: String, sealedKey: [UInt8])? in
+            let rows = try connection.query("SELECT key_id, sealed_key FROM fraud_keys WHERE client_id = $1", [.text(clientID)])
+            return rows.count == 1 ? (keyID: rows.string(0, 0) ?? "", sealedKey: rows.bytes(0, 1) ?? []) : nil
+        }
+    }
+
+    package func receiptRefreshCandidates(dueBefore: Int64, limit: Int) throws(StorageError) -> [DeviceRecord] {
+        try read { connection throws(StorageError) -> [DeviceRecord] in
+            let rows = try connection.query(
+                """
+                SELECT \(Self.deviceColumns.split(separator: ",").map { "d." + $0.filter { $0 != " " } }.joined(separator: ", "))
+                FROM devices d JOIN integrations i ON i.client_id = d.client_id JOIN fraud_keys f ON f.client_id = d.client_id
+                WHERE d.status = 'active' AND i.status = 'active' AND i.suspended_at IS NULL
+                    AND coalesce(d.receipt_refreshed_at, d.created_at) <= $1
+                ORDER BY coalesce(d.receipt_refreshed_at, d.created_at) LIMIT $2
+                """, [.integer(dueBefore), .integer(Int64(limit))])
+            return (0..<rows.count).map { Self.device(rows, $0) }
+        }
+    }
+
     package func appendAudit(_ entry: AuditEntry) throws(StorageError) {
         try transaction { connection throws(StorageError) in
             try connection.query(
@@ -212,7 +312,7 @@ package final class PostgresTokenStore: TokenStore {
 
     private static let integrationColumns =
         "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at, suspended_at, "
-        + "max_live_tokens_per_device::bigint"
+        + "max_live_tokens_per_device::bigint, require_valid_receipt::bigint, max_risk_metric::bigint, max_new_keys_per_hour::bigint"
 
     private static func loadIntegration(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationRecord? {
         let bundles = try connection.query(
@@ -225,7 +325,10 @@ package final class PostgresTokenStore: TokenStore {
             environments: (rows.string(0, 4) ?? "").split(separator: ",").map(String.init),
             status: IntegrationStatus(rawValue: rows.string(0, 5) ?? "") ?? .revoked, createdAt: rows.int64(0, 6),
             revokedAt: rows.isNull(0, 7) ? nil : rows.int64(0, 7), suspendedAt: rows.isNull(0, 8) ? nil : rows.int64(0, 8),
-            maxLiveTokensPerDevice: rows.isNull(0, 9) ? nil : Int(rows.int64(0, 9)))
+            maxLiveTokensPerDevice: rows.isNull(0, 9) ? nil : Int(rows.int64(0, 9)),
+            policy: IntegrationPolicy(
+                requireValidReceipt: rows.int64(0, 10) == 1, maxRiskMetric: rows.isNull(0, 11) ? nil : Int(rows.int64(0, 11)),
+                maxNewKeysPerHour: rows.isNull(0, 12) ? nil : Int(rows.int64(0, 12))))
     }
 
     /// Locks the integration's row against a concurrent revocation or suspension and says what it is.
@@ -265,8 +368,8 @@ package final class PostgresTokenStore: TokenStore {
         try connection.query(
             """
             INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at,
-                suspended_at, max_live_tokens_per_device)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                suspended_at, max_live_tokens_per_device, require_valid_receipt, max_risk_metric, max_new_keys_per_hour)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
             """,
             [
                 .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
@@ -274,6 +377,9 @@ package final class PostgresTokenStore: TokenStore {
                 .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
                 integration.suspendedAt.map { .integer($0) } ?? .null,
                 integration.maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
+                .integer(integration.policy.requireValidReceipt ? 1 : 0),
+                integration.policy.maxRiskMetric.map { .integer(Int64($0)) } ?? .null,
+                integration.policy.maxNewKeysPerHour.map { .integer(Int64($0)) } ?? .null,
             ])
         for bundleID in integration.bundleIDs {
             try connection.query(
@@ -373,7 +479,7 @@ package final class PostgresTokenStore: TokenStore {
             // inserts nothing: the loser sees keyExists, never a constraint error.
             let inserted =
                 try connection.query(
-                    "INSERT INTO devices (\(Self.deviceColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+                    "INSERT INTO devices (\(Self.deviceColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
                         + "ON CONFLICT (key_id) DO NOTHING", Self.values(device)
                 ).changed == 1
             guard inserted else {
@@ -386,14 +492,22 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     private static let deviceColumns =
-        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id"
+        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id, "
+        + "receipt_verdict, receipt_type, receipt_created_at, receipt_expires_at, risk_metric, receipt_refreshed_at"
 
     private static func device(_ rows: PostgresRows, _ row: Int) -> DeviceRecord {
         DeviceRecord(
             keyID: rows.bytes(row, 0) ?? [], clientID: rows.string(row, 1) ?? "", publicKey: rows.bytes(row, 2) ?? [],
             counter: UInt32(clamping: rows.int64(row, 3)), environment: rows.string(row, 4) ?? "", receipt: rows.bytes(row, 5) ?? [],
             status: DeviceStatus(rawValue: rows.string(row, 6) ?? "") ?? .revoked, createdAt: rows.int64(row, 7),
-            updatedAt: rows.int64(row, 8), trustAnchor: rows.string(row, 9) ?? "", appID: rows.string(row, 10))
+            updatedAt: rows.int64(row, 8), trustAnchor: rows.string(row, 9) ?? "", appID: rows.string(row, 10),
+            receiptState: rows.string(row, 11).map { verdict in
+                ReceiptState(
+                    verdict: verdict, type: rows.string(row, 12), createdAt: rows.isNull(row, 13) ? nil : rows.int64(row, 13),
+                    expiresAt: rows.isNull(row, 14) ? nil : rows.int64(row, 14),
+                    riskMetric: rows.isNull(row, 15) ? nil : Int(rows.int64(row, 15)),
+                    refreshedAt: rows.isNull(row, 16) ? nil : rows.int64(row, 16))
+            })
     }
 
     private static func values(_ device: DeviceRecord) -> [PostgresValue] {
@@ -401,6 +515,15 @@ package final class PostgresTokenStore: TokenStore {
             .bytes(device.keyID), .text(device.clientID), .bytes(device.publicKey), .integer(Int64(device.counter)),
             .text(device.environment), .bytes(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
             .integer(device.updatedAt), .text(device.trustAnchor), device.appID.map { .text($0) } ?? .null,
+        ] + values(device.receiptState)
+    }
+
+    private static func values(_ state: ReceiptState?) -> [PostgresValue] {
+        guard let state else { return [.null, .null, .null, .null, .null, .null] }
+        return [
+            .text(state.verdict), state.type.map { .text($0) } ?? .null, state.createdAt.map { .integer($0) } ?? .null,
+            state.expiresAt.map { .integer($0) } ?? .null, state.riskMetric.map { .integer(Int64($0)) } ?? .null,
+            state.refreshedAt.map { .integer($0) } ?? .null,
         ]
     }
 

@@ -125,12 +125,16 @@ package final class SQLiteTokenStore: TokenStore {
             status: IntegrationStatus(rawValue: statement.string(at: 5) ?? "") ?? .revoked, createdAt: statement.int64(at: 6),
             revokedAt: statement.isNull(at: 7) ? nil : statement.int64(at: 7),
             suspendedAt: statement.isNull(at: 8) ? nil : statement.int64(at: 8),
-            maxLiveTokensPerDevice: statement.isNull(at: 9) ? nil : Int(statement.int64(at: 9)))
+            maxLiveTokensPerDevice: statement.isNull(at: 9) ? nil : Int(statement.int64(at: 9)),
+            policy: IntegrationPolicy(
+                requireValidReceipt: statement.int64(at: 10) == 1,
+                maxRiskMetric: statement.isNull(at: 11) ? nil : Int(statement.int64(at: 11)),
+                maxNewKeysPerHour: statement.isNull(at: 12) ? nil : Int(statement.int64(at: 12))))
     }
 
     private static let integrationColumns =
         "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at, suspended_at, "
-        + "max_live_tokens_per_device"
+        + "max_live_tokens_per_device, require_valid_receipt, max_risk_metric, max_new_keys_per_hour"
 
     private static func loadIntegration(_ database: SQLiteDatabase, clientID: String) throws(StorageError) -> IntegrationRecord? {
         let bundleIDs = try rows(
@@ -171,8 +175,8 @@ package final class SQLiteTokenStore: TokenStore {
             database,
             """
             INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at,
-                suspended_at, max_live_tokens_per_device)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                suspended_at, max_live_tokens_per_device, require_valid_receipt, max_risk_metric, max_new_keys_per_hour)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [
                 .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
@@ -180,6 +184,9 @@ package final class SQLiteTokenStore: TokenStore {
                 .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
                 integration.suspendedAt.map { .integer($0) } ?? .null,
                 integration.maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
+                .integer(integration.policy.requireValidReceipt ? 1 : 0),
+                integration.policy.maxRiskMetric.map { .integer(Int64($0)) } ?? .null,
+                integration.policy.maxNewKeysPerHour.map { .integer(Int64($0)) } ?? .null,
             ])
         for bundleID in integration.bundleIDs {
             try Self.run(
@@ -289,24 +296,40 @@ package final class SQLiteTokenStore: TokenStore {
     }
 
     private static let deviceColumns =
-        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id"
+        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id, "
+        + "receipt_verdict, receipt_type, receipt_created_at, receipt_expires_at, risk_metric, receipt_refreshed_at"
 
     private static func device(_ row: SQLiteStatement) -> DeviceRecord {
         DeviceRecord(
             keyID: row.blob(at: 0) ?? [], clientID: row.string(at: 1) ?? "", publicKey: row.blob(at: 2) ?? [],
             counter: UInt32(clamping: row.int64(at: 3)), environment: row.string(at: 4) ?? "", receipt: row.blob(at: 5) ?? [],
             status: DeviceStatus(rawValue: row.string(at: 6) ?? "") ?? .revoked, createdAt: row.int64(at: 7), updatedAt: row.int64(at: 8),
-            trustAnchor: row.string(at: 9) ?? "", appID: row.string(at: 10))
+            trustAnchor: row.string(at: 9) ?? "", appID: row.string(at: 10),
+            receiptState: row.string(at: 11).map { verdict in
+                ReceiptState(
+                    verdict: verdict, type: row.string(at: 12), createdAt: row.isNull(at: 13) ? nil : row.int64(at: 13),
+                    expiresAt: row.isNull(at: 14) ? nil : row.int64(at: 14), riskMetric: row.isNull(at: 15) ? nil : Int(row.int64(at: 15)),
+                    refreshedAt: row.isNull(at: 16) ? nil : row.int64(at: 16))
+            })
     }
 
     private static func insert(_ device: DeviceRecord, into database: SQLiteDatabase) throws(StorageError) {
         try Self.run(
-            database, "INSERT INTO devices (\(deviceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            database, "INSERT INTO devices (\(deviceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
                 .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
                 .integer(device.updatedAt), .text(device.trustAnchor), device.appID.map { .text($0) } ?? .null,
-            ])
+            ] + Self.values(device.receiptState))
+    }
+
+    private static func values(_ state: ReceiptState?) -> [SQLiteValue] {
+        guard let state else { return [.null, .null, .null, .null, .null, .null] }
+        return [
+            .text(state.verdict), state.type.map { .text($0) } ?? .null, state.createdAt.map { .integer($0) } ?? .null,
+            state.expiresAt.map { .integer($0) } ?? .null, state.riskMetric.map { .integer(Int64($0)) } ?? .null,
+            state.refreshedAt.map { .integer($0) } ?? .null,
+        ]
     }
 
     package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
@@ -402,6 +425,105 @@ package final class SQLiteTokenStore: TokenStore {
                     database, "UPDATE devices SET status = 'revoked', updated_at = ? WHERE key_id = ?", [.integer(time), .blob(keyID)]) == 1
             else { return nil }
             return try Self.run(database, "DELETE FROM tokens WHERE key_id = ?", [.blob(keyID)])
+        }
+    }
+
+    package func updatePolicy(clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?) throws(StorageError) -> Bool? {
+        try write { database throws(StorageError) -> Bool? in
+            let changed = try Self.run(
+                database,
+                """
+                UPDATE integrations SET require_valid_receipt = ?, max_risk_metric = ?, max_new_keys_per_hour = ?,
+                    max_live_tokens_per_device = ? WHERE client_id = ?
+                """,
+                [
+                    .integer(policy.requireValidReceipt ? 1 : 0), policy.maxRiskMetric.map { .integer(Int64($0)) } ?? .null,
+                    policy.maxNewKeysPerHour.map { .integer(Int64($0)) } ?? .null,
+                    maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
+                    .text(clientID),
+                ])
+            return changed == 1 ? true : nil
+        }
+    }
+
+    package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {
+        try read { database throws(StorageError) -> [DeviceSummary] in
+            let devices = try Self.rows(
+                database, "SELECT \(Self.deviceColumns) FROM devices WHERE client_id = ? ORDER BY created_at, key_id", [.text(clientID)],
+                Self.device)
+            let counts = try Self.rows(
+                database, "SELECT key_id, count(*) FROM tokens WHERE client_id = ? AND expires_at > ? GROUP BY key_id",
+                [.text(clientID), .integer(time)]
+            ) { ($0.blob(at: 0) ?? [], Int($0.int64(at: 1))) }
+            let byKey = Dictionary(counts, uniquingKeysWith: +)
+            return devices.map { DeviceSummary(device: $0, liveTokens: byKey[$0.keyID] ?? 0) }
+        }
+    }
+
+    package func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int {
+        try read { database throws(StorageError) -> Int in
+            Int(
+                try Self.rows(database, "SELECT count(*) FROM tokens WHERE key_id = ? AND expires_at > ?", [.blob(keyID), .integer(time)]) {
+                    $0.int64(at: 0)
+                }.first ?? 0)
+        }
+    }
+
+    package func newKeyCount(clientID: String, since: Int64) throws(StorageError) -> Int {
+        try read { database throws(StorageError) -> Int in
+            Int(
+                try Self.rows(
+                    database, "SELECT count(*) FROM devices WHERE client_id = ? AND created_at >= ?", [.text(clientID), .integer(since)]
+                ) { $0.int64(at: 0) }.first ?? 0)
+        }
+    }
+
+    package func updateReceipt(keyID: [UInt8], receipt: [UInt8], state: ReceiptState) throws(StorageError) {
+        try write { database throws(StorageError) in
+            try Self.run(
+                database,
+                """
+                UPDATE devices SET receipt = ?, receipt_verdict = ?, receipt_type = ?, receipt_created_at = ?, receipt_expires_at = ?,
+                    risk_metric = ?, receipt_refreshed_at = ? WHERE key_id = ?
+                """, [.blob(receipt)] + Self.values(state) + [.blob(keyID)])
+        }
+    }
+
+    package func touchReceipt(keyID: [UInt8], at time: Int64) throws(StorageError) {
+        try write { database throws(StorageError) in
+            try Self.run(database, "UPDATE devices SET receipt_refreshed_at = ? WHERE key_id = ?", [.integer(time), .blob(keyID)])
+        }
+    }
+
+    package func setFraudKey(clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64) throws(StorageError) -> Bool? {
+        try write { database throws(StorageError) -> Bool? in
+            guard try Self.loadIntegration(database, clientID: clientID) != nil else { return nil }
+            try Self.run(
+                database, "INSERT OR REPLACE INTO fraud_keys (client_id, key_id, sealed_key, created_at) VALUES (?, ?, ?, ?)",
+                [.text(clientID), .text(keyID), .blob(sealedKey), .integer(time)])
+            return true
+        }
+    }
+
+    package func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])? {
+        try read { database throws(StorageError) in
+            try Self.rows(database, "SELECT key_id, sealed_key FROM fraud_keys WHERE client_id = ?", [.text(clientID)]) {
+                (keyID: $0.string(at: 0) ?? "", sealedKey: $0.blob(at: 1) ?? [])
+            }.first
+        }
+    }
+
+    package func receiptRefreshCandidates(dueBefore: Int64, limit: Int) throws(StorageError) -> [DeviceRecord] {
+        try read { database throws(StorageError) in
+            try Self.rows(
+                database,
+                """
+                SELECT \(Self.deviceColumns.split(separator: ",").map { "d." + $0.filter { $0 != " " } }.joined(separator: ", "))
+                FROM devices d JOIN integrations i ON i.client_id = d.client_id JOIN fraud_keys f ON f.client_id = d.client_id
+                WHERE d.status = 'active' AND i.status = 'active' AND i.suspended_at IS NULL
+                    AND coalesce(d.receipt_refreshed_at, d.created_at) <= ?
+                ORDER BY coalesce(d.receipt_refreshed_at, d.created_at) LIMIT ?
+                """, [.integer(dueBefore), .integer(Int64(limit))], Self.device)
         }
     }
 

@@ -36,10 +36,13 @@ package struct IntegrationRecord: Sendable, Hashable {
     package var suspendedAt: Int64?
     /// When set, a refresh keeps only the device's newest N tokens.
     package var maxLiveTokensPerDevice: Int?
+    /// What the integration requires of receipts and risk (default: nothing).
+    package var policy = IntegrationPolicy()
 
     package init(
         clientID: String, workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: [String],
-        status: IntegrationStatus, createdAt: Int64, revokedAt: Int64?, suspendedAt: Int64? = nil, maxLiveTokensPerDevice: Int? = nil
+        status: IntegrationStatus, createdAt: Int64, revokedAt: Int64?, suspendedAt: Int64? = nil, maxLiveTokensPerDevice: Int? = nil,
+        policy: IntegrationPolicy = IntegrationPolicy()
     ) {
         self.clientID = clientID
         self.workspaceID = workspaceID
@@ -52,7 +55,56 @@ package struct IntegrationRecord: Sendable, Hashable {
         self.revokedAt = revokedAt
         self.suspendedAt = suspendedAt
         self.maxLiveTokensPerDevice = maxLiveTokensPerDevice
+        self.policy = policy
     }
+}
+
+/// An integration's policy on Apple's receipts and the fraud-risk metric.
+package struct IntegrationPolicy: Sendable, Hashable {
+    /// Refuse an attestation whose receipt does not verify (with the receipt's check code).
+    package var requireValidReceipt = false
+    /// Refuse a refresh while the device's latest risk metric exceeds this.
+    package var maxRiskMetric: Int?
+    /// Refuse new keys past this many in the last hour.
+    package var maxNewKeysPerHour: Int?
+
+    /// No requirement.
+    package init(requireValidReceipt: Bool = false, maxRiskMetric: Int? = nil, maxNewKeysPerHour: Int? = nil) {
+        self.requireValidReceipt = requireValidReceipt
+        self.maxRiskMetric = maxRiskMetric
+        self.maxNewKeysPerHour = maxNewKeysPerHour
+    }
+}
+
+/// What attestd knows of a device's newest receipt.
+package struct ReceiptState: Sendable, Hashable {
+    /// `valid`, or the `receipt_*` check that refused it.
+    package var verdict: String
+    /// `ATTEST` or `RECEIPT`; nil when it did not parse that far.
+    package var type: String?
+    package var createdAt: Int64?
+    package var expiresAt: Int64?
+    /// Apple's fraud-risk metric (RECEIPT receipts carry it).
+    package var riskMetric: Int?
+    /// The last exchange with Apple that returned or confirmed it.
+    package var refreshedAt: Int64?
+
+    /// A receipt state.
+    package init(verdict: String, type: String?, createdAt: Int64?, expiresAt: Int64?, riskMetric: Int?, refreshedAt: Int64?) {
+        self.verdict = verdict
+        self.type = type
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.riskMetric = riskMetric
+        self.refreshedAt = refreshedAt
+    }
+}
+
+/// One device as `attestctl device list` shows it.
+package struct DeviceSummary: Sendable, Equatable {
+    package var device: DeviceRecord
+    /// Tokens of this key that have not expired.
+    package var liveTokens: Int
 }
 
 /// Whether a device key may still refresh tokens.
@@ -77,6 +129,8 @@ package struct DeviceRecord: Sendable, Hashable {
     package var trustAnchor: String
     /// The App ID (`TEAMID.bundle`) it attested as; nil for keys attested before attestd recorded it.
     package var appID: String?
+    /// Its newest receipt's verdict and fields; nil for keys attested before attestd checked receipts.
+    package var receiptState: ReceiptState?
 
     /// Apple's App Attestation root's fingerprint, the anchor of every production device (and of
     /// keys attested before attestd recorded the anchor). A test compares it with `TrustAnchor`'s.
@@ -85,7 +139,7 @@ package struct DeviceRecord: Sendable, Hashable {
     package init(
         keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: String, receipt: [UInt8],
         status: DeviceStatus, createdAt: Int64, updatedAt: Int64, trustAnchor: String = DeviceRecord.appleRootAnchor,
-        appID: String? = nil
+        appID: String? = nil, receiptState: ReceiptState? = nil
     ) {
         self.keyID = keyID
         self.clientID = clientID
@@ -98,6 +152,7 @@ package struct DeviceRecord: Sendable, Hashable {
         self.updatedAt = updatedAt
         self.trustAnchor = trustAnchor
         self.appID = appID
+        self.receiptState = receiptState
     }
 }
 
@@ -290,6 +345,25 @@ package protocol TokenStore: Sendable {
     /// Blocks one device key: its tokens stop working at once (they are deleted) and it can never
     /// refresh or attest again. Nil when no such key; otherwise how many tokens went.
     func blockDevice(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int?
+    /// Replaces an integration's receipt and risk policy (and its live-token limit); nil when unknown.
+    func updatePolicy(clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?) throws(StorageError) -> Bool?
+    /// The integration's devices, oldest first, with how many unexpired tokens each holds.
+    func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary]
+    /// Unexpired tokens of one key.
+    func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int
+    /// Keys the integration registered at or after `since`.
+    func newKeyCount(clientID: String, since: Int64) throws(StorageError) -> Int
+    /// Stores a device's new receipt (from Apple) and what it says.
+    func updateReceipt(keyID: [UInt8], receipt: [UInt8], state: ReceiptState) throws(StorageError)
+    /// Records an exchange with Apple that confirmed the receipt (304) at `time`.
+    func touchReceipt(keyID: [UInt8], at time: Int64) throws(StorageError)
+    /// Stores the integration's sealed DeviceCheck key; nil when the integration is unknown.
+    func setFraudKey(clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64) throws(StorageError) -> Bool?
+    /// The integration's DeviceCheck key ID and sealed key.
+    func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])?
+    /// Active devices of active integrations with a DeviceCheck key whose receipt was last refreshed
+    /// (or, never refreshed, created) at or before `dueBefore`, oldest first.
+    func receiptRefreshCandidates(dueBefore: Int64, limit: Int) throws(StorageError) -> [DeviceRecord]
     /// Appends an administrative action to the audit log.
     func appendAudit(_ entry: AuditEntry) throws(StorageError)
     /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.

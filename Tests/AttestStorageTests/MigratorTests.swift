@@ -113,19 +113,21 @@ struct MigratorTests {
         arguments: [
             Violation(
                 name: "unknown integration status",
-                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'paused', 'production', 1, NULL, NULL, NULL)"),
+                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'paused', 'production', 1, NULL, NULL, NULL, 0, NULL, NULL)"),
             Violation(
                 name: "revoked without revoked_at",
-                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'revoked', 'production', 1, NULL, NULL, NULL)"),
+                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'revoked', 'production', 1, NULL, NULL, NULL, 0, NULL, NULL)"),
             Violation(
                 name: "unknown environment",
-                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'active', 'staging', 1, NULL, NULL, NULL)"),
+                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'active', 'staging', 1, NULL, NULL, NULL, 0, NULL, NULL)"),
             Violation(
                 name: "text in an integer column (STRICT)",
-                sql: "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'active', 'production', 'now', NULL, NULL, NULL)"),
+                sql:
+                    "INSERT INTO integrations VALUES ('c2', 'ws', 'n', 'T', 'active', 'production', 'now', NULL, NULL, NULL, 0, NULL, NULL)"
+            ),
             Violation(
                 name: "duplicate client_id",
-                sql: "INSERT INTO integrations VALUES ('c', 'ws', 'n', 'T', 'active', 'production', 1, NULL, NULL, NULL)"),
+                sql: "INSERT INTO integrations VALUES ('c', 'ws', 'n', 'T', 'active', 'production', 1, NULL, NULL, NULL, 0, NULL, NULL)"),
             Violation(name: "bundle for a missing integration", sql: "INSERT INTO integration_bundle_ids VALUES ('nope', 'b')"),
             Violation(
                 name: "challenge id not 32 bytes", sql: "INSERT INTO challenges VALUES (randomblob(16), 'c', 1, 2, NULL)"),
@@ -138,12 +140,12 @@ struct MigratorTests {
             Violation(
                 name: "device counter above UInt32",
                 sql:
-                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 4294967296, 'production', x'', 'active', 1, 1, 'anchor', NULL)"
+                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 4294967296, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
             ),
             Violation(
                 name: "device public key not 65 bytes",
                 sql:
-                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(64), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL)"
+                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(64), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
             ),
             Violation(
                 name: "token for a missing integration",
@@ -158,9 +160,11 @@ struct MigratorTests {
         try Migrator().migrate(database, at: Self.time)
         try database.immediateTransaction {
             try database.execute(
-                "INSERT INTO integrations VALUES ('c', 'ws', 'App', 'ABCDE12345', 'active', 'development,production', 1, NULL, NULL, NULL)")
+                "INSERT INTO integrations VALUES ('c', 'ws', 'App', 'ABCDE12345', 'active', 'development,production', 1, NULL, NULL, NULL, 0, NULL, NULL)"
+            )
             try database.execute(
-                "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL)")
+                "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+            )
             try database.execute("INSERT INTO tokens VALUES (randomblob(32), 'c', 'ws', randomblob(32), 's', 1, 2)")
         }
         #expect(throws: StorageError(.constraint, "")) {

@@ -256,7 +256,8 @@ struct SQLiteDatabaseTests {
             try Migrator().migrate(database, at: 1_700_000_000)
             try database.immediateTransaction {
                 try database.execute(
-                    "INSERT INTO integrations VALUES ('client', 'ws', 'App', 'ABCDE12345', 'active', 'production', 1, NULL, NULL, NULL)")
+                    "INSERT INTO integrations VALUES ('client', 'ws', 'App', 'ABCDE12345', 'active', 'production', 1, NULL, NULL, NULL, 0, NULL, NULL)"
+                )
                 let insert = try database.prepare(
                     "INSERT INTO tokens VALUES (randomblob(32), 'client', 'ws', randomblob(32), 'scope', 1, 2)")
                 for _ in 0..<400 { try insert.reset(); try insert.run() }
