@@ -112,13 +112,13 @@ package struct AttestAPI: HTTPResponder {
     private let warnedAboutProxy = OnceFlag()
 
     package init(
-        service: TokenService, settings: Settings, logger: Logger,
+        service: TokenService, settings: Settings, logger: Logger, metrics: Metrics? = nil,
         gauges: @escaping @Sendable () -> [(name: String, help: String, value: Int)] = { [] }
     ) {
         self.service = service
         self.settings = settings
         self.logger = logger
-        metrics = Metrics(version: settings.version)
+        self.metrics = metrics ?? Metrics(version: settings.version)
         self.gauges = gauges
         // The /test/ routes do not exist outside test mode: a production server answers 404.
         table = settings.testClock == nil ? Self.routes : Self.routes.merging(Self.testRoutes) { first, _ in first }

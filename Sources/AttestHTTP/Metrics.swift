@@ -1,7 +1,11 @@
+import AttestService
 import Synchronization
 
 /// Prometheus counters and histograms for the HTTP API, rendered in the text exposition format.
-package final class Metrics: Sendable {
+package final class Metrics: Sendable, ServiceObserver {
+    /// Upper bounds of the fraud-risk metric histogram (keys a device attested for the app in 30 days).
+    static let riskBuckets: [Int] = [1, 2, 3, 5, 10, 20, 50, 100]
+
     /// Upper bounds of the latency histogram, seconds.
     static let latencyBuckets: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
 
@@ -44,6 +48,8 @@ package final class Metrics: Sendable {
         var integrations: [IntegrationKey: UInt64] = [:]
         var storageErrors: [String: UInt64] = [:]
         var refusedConnections: UInt64 = 0
+        var receipts: [String: UInt64] = [:]
+        var risk: [String: (counts: [UInt64], sum: Int, count: UInt64)] = [:]
         var tokensMinted: UInt64 = 0
         var latency: [String: Histogram] = [:]
     }
@@ -75,6 +81,19 @@ package final class Metrics: Sendable {
                 let key = IntegrationKey(clientID: integration, kind: kind.rawValue, result: outcome == "ok" ? "ok" : "failed")
                 state.integrations[key, default: 0] += 1
             }
+        }
+    }
+
+    /// A receipt verdict, and its risk metric in the integration's histogram.
+    package func receiptVerified(clientID: String, verdict: String, riskMetric: Int?) {
+        state.withLock { state in
+            state.receipts[verdict, default: 0] += 1
+            guard let riskMetric else { return }
+            var histogram = state.risk[clientID] ?? ([UInt64](repeating: 0, count: Metrics.riskBuckets.count), 0, 0)
+            for (index, bound) in Metrics.riskBuckets.enumerated() where riskMetric <= bound { histogram.counts[index] += 1 }
+            histogram.sum += riskMetric
+            histogram.count += 1
+            state.risk[clientID] = histogram
         }
     }
 
@@ -127,6 +146,25 @@ package final class Metrics: Sendable {
         ]
         for (reason, value) in snapshot.storageErrors.sorted(by: { $0.key < $1.key }) {
             lines.append("attestd_storage_errors_total{reason=\"\(reason)\"} \(value)")
+        }
+        lines += [
+            "# HELP attestd_receipts_total Receipts checked (at attestation and after Apple refreshed them), by result (valid or the check that failed).",
+            "# TYPE attestd_receipts_total counter",
+        ]
+        for (result, value) in snapshot.receipts.sorted(by: { $0.key < $1.key }) {
+            lines.append("attestd_receipts_total{result=\"\(result)\"} \(value)")
+        }
+        lines += [
+            "# HELP attestd_risk_metric Apple's fraud-risk metric of devices' receipts, per integration.",
+            "# TYPE attestd_risk_metric histogram",
+        ]
+        for (clientID, histogram) in snapshot.risk.sorted(by: { $0.key < $1.key }) {
+            for (index, bound) in Metrics.riskBuckets.enumerated() {
+                lines.append("attestd_risk_metric_bucket{client_id=\"\(clientID)\",le=\"\(bound)\"} \(histogram.counts[index])")
+            }
+            lines.append("attestd_risk_metric_bucket{client_id=\"\(clientID)\",le=\"+Inf\"} \(histogram.count)")
+            lines.append("attestd_risk_metric_sum{client_id=\"\(clientID)\"} \(histogram.sum)")
+            lines.append("attestd_risk_metric_count{client_id=\"\(clientID)\"} \(histogram.count)")
         }
         lines += [
             "# HELP attestd_connections_refused_total Connections refused, by reason (per_address: the address held its whole share).",

@@ -78,7 +78,14 @@ package final class Server: Sendable {
         } catch {
             throw StartupError(description: "cannot build the verifier: \(error)")
         }
-        let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy)
+        let receipts: ReceiptVerifier
+        do {
+            receipts = try ReceiptVerifier.apple()
+        } catch {
+            throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
+        }
+        let metrics = Metrics(version: version)
+        let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics)
         self.service = service
         api = AttestAPI(
             service: service,
@@ -86,7 +93,7 @@ package final class Server: Sendable {
                 gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
                 storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
                 limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery),
-            logger: logger,
+            logger: logger, metrics: metrics,
             gauges: {
                 let statistics =
                     (try? service.statistics())
@@ -103,7 +110,6 @@ package final class Server: Sendable {
             host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
         if let threads = configuration.threads { httpConfiguration.threads = threads }
-        let metrics = api.metrics
         let refusals = RefusalLog(logger: logger)
         httpConfiguration.onRefusal = { address in
             metrics.recordRefusedConnection()

@@ -23,6 +23,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case attestationRejected = "attestation_rejected"
         case assertionRejected = "assertion_rejected"
         case keyAlreadyRegistered = "key_already_registered"
+        /// The device's latest fraud-risk metric exceeds what its integration allows.
+        case riskMetricExceeded = "risk_metric_exceeded"
         case rateLimited = "rate_limited"
         case storageUnavailable = "storage_unavailable"
         /// attestd itself failed (the random source): not the caller's fault, not the storage's.
@@ -79,6 +81,9 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case challengeExpired
         case challengeWrongIntegration
         case rateLimited
+        /// The integration registered its allowed number of new keys in the last hour.
+        case newKeysPerHour
+        case riskMetricExceeded
         /// A test-mode route or value outside `--insecure-test-mode`.
         case testMode
         /// The storage failed with this code.
@@ -106,6 +111,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .challengeExpired: "challenge_expired"
             case .challengeWrongIntegration: "challenge_wrong_integration"
             case .rateLimited: "rate_limited"
+            case .newKeysPerHour: "new_keys_per_hour"
+            case .riskMetricExceeded: "risk_metric_exceeded"
             case .testMode: "test_mode"
             case .storage(let code): code.rawValue
             case .random: "random"

@@ -43,11 +43,16 @@ package final class TokenService: Sendable {
     let challenges: ChallengeLedger
     /// SHA-256 (hex) of the trust anchor, recorded with every device and required at refresh.
     let anchorFingerprint: String
+    /// Checks the receipt of every attestation (Apple Root CA - G3); nil: receipts are stored unchecked.
+    let receipts: ReceiptVerifier?
+    /// Told every receipt verdict at attestation (for the metrics).
+    let observer: (any ServiceObserver)?
 
     /// A service over `store`, verifying attestations with `verifier`.
     package init(
         store: any TokenStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
-        random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy()
+        random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy(), receipts: ReceiptVerifier? = nil,
+        observer: (any ServiceObserver)? = nil
     ) {
         self.store = store
         self.verifier = verifier
@@ -56,6 +61,8 @@ package final class TokenService: Sendable {
         self.policy = policy
         challenges = ChallengeLedger(store: store, lifetime: policy.challengeLifetime)
         anchorFingerprint = Hex.encode(verifier.anchor.certificate.sha256Fingerprint)
+        self.receipts = receipts
+        self.observer = observer
     }
 
     // MARK: Challenge
@@ -99,6 +106,16 @@ package final class TokenService: Sendable {
             try limit(.address(address), policy.perAddress, now: now)
             let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
             try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
+            if let maximum = integration.policy.maxNewKeysPerHour {
+                let recent = try stored { () throws(StorageError) in
+                    try store.newKeyCount(clientID: integration.clientID, since: now - 3600)
+                }
+                guard recent < maximum else {
+                    throw ServiceError(
+                        .rateLimited, .newKeysPerHour, "the integration registered its \(maximum) new keys of the last hour", retryAfter: 60
+                    )
+                }
+            }
             let appIDs = try Self.appIDs(integration)
             let verified: VerifiedAttestation
             do throws(AttestError) {
@@ -110,19 +127,48 @@ package final class TokenService: Sendable {
             } catch {
                 throw ServiceError.rejected(error, attestation: true)
             }
-            return try register(verified, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+            let receipt = try receiptState(of: verified, integration: integration, now: now)
+            return try register(
+                verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
         }
     }
 
     /// Stores the verified key and its first token, consuming the challenge in the same transaction.
+    /// The verdict on the attestation's receipt; throws it when the integration requires a valid one.
+    private func receiptState(
+        of verified: VerifiedAttestation, integration: IntegrationRecord, now: Int64
+    ) throws(ServiceError) -> ReceiptState? {
+        guard let receipts else { return nil }
+        let state: ReceiptState
+        do throws(AttestError) {
+            let receipt = try receipts.verifyAttestationReceipt(of: verified, at: now)
+            state = ReceiptState(
+                verdict: "valid", type: receipt.type.rawValue, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
+                riskMetric: receipt.riskMetric, refreshedAt: nil)
+        } catch {
+            state = ReceiptState(
+                verdict: error.code.identifier, type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil, refreshedAt: nil)
+            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: nil)
+            // Why not refuse by default: some genuine early receipts are refused by strict CMS
+            // verification; an integration that requires valid receipts opts in.
+            if integration.policy.requireValidReceipt {
+                throw ServiceError(.attestationRejected, .check(error.code), "the receipt does not verify: \(error.reason)")
+            }
+            return state
+        }
+        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: state.riskMetric)
+        return state
+    }
+
     private func register(
-        _ verified: VerifiedAttestation, keyID: KeyID, integration: IntegrationRecord, challengeID: [UInt8], now: Int64
+        _ verified: VerifiedAttestation, receipt: ReceiptState?, keyID: KeyID, integration: IntegrationRecord, challengeID: [UInt8],
+        now: Int64
     ) throws(ServiceError) -> IssuedToken {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
             environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
-            trustAnchor: anchorFingerprint, appID: verified.appID.description)
+            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt)
         let outcome = try stored { () throws(StorageError) in
             try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
         }
@@ -164,6 +210,10 @@ package final class TokenService: Sendable {
             device.clientID == integration.clientID
         else { throw unknownKey }
         guard device.status == .active else { throw ServiceError.deviceBlocked }
+        if let maximum = integration.policy.maxRiskMetric, let metric = device.receiptState?.riskMetric, metric > maximum {
+            throw ServiceError(
+                .riskMetricExceeded, .riskMetricExceeded, "this device's fraud-risk metric \(metric) exceeds the integration's \(maximum)")
+        }
         // Why: a key attested while a test root was trusted must not refresh under Apple's root
         // (or the other way round); the anchor is part of what its attestation proved.
         guard device.trustAnchor == anchorFingerprint else {

@@ -52,6 +52,17 @@ struct RecordedReplayTests {
         }
     }
 
+    @Test("every replayed attestation's receipt verifies through /v1/attest at its recorded time: the stored verdict is valid, type ATTEST")
+    func receipts() {
+        let run = Harness.run
+        for replay in run.attestations where replay.attest.status == 200 {
+            let state = replay.device?.receiptState
+            #expect(state?.verdict == "valid", "\(replay.recorded.id): receipt verdict \(state?.verdict ?? "none")")
+            #expect(state?.type == "ATTEST", "\(replay.recorded.id)")
+            #expect((state?.expiresAt ?? 0) > (state?.createdAt ?? 0), "\(replay.recorded.id)")
+        }
+    }
+
     @Test(
         "refreshes a token with every valid recorded assertion of a replayed device: 200, the recorded counter stored, and the new token authorizes"
     )

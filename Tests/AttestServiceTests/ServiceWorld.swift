@@ -29,7 +29,8 @@ struct ServiceWorld {
         store = try SQLiteTokenStore(path: directory.appendingPathComponent("attestd.sqlite").path, migrateAt: Self.start)
         pki = try SyntheticPKI(validAround: Self.start)
         service = TokenService(
-            store: store, verifier: try AttestationVerifier(anchor: pki.anchor), clock: clock, policy: policy)
+            store: store, verifier: try AttestationVerifier(anchor: pki.anchor), clock: clock, policy: policy,
+            receipts: try ReceiptVerifier.apple())
         admin = IntegrationAdmin(store: store, clock: clock)
         integration = try admin.create(
             workspaceID: "ws_test", name: "Test app", teamID: "ABCDE12345", bundleIDs: bundleIDs,

@@ -435,6 +435,57 @@ struct TokenServiceTests {
         #expect(try tokens.map { try world.service.introspect($0) != nil } == [false, false, true, true])
     }
 
+    @Test("stores every attestation's receipt verdict, and refuses with the receipt's check only when the integration requires a valid one")
+    func receiptPolicy() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let device = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
+        let verdict = try #require(try world.store.device(keyID: device.keyID)?.receiptState?.verdict)
+        #expect(verdict.hasPrefix("receipt_"), "a synthetic device's receipt is not Apple's: \(verdict)")
+        _ = try world.store.updatePolicy(
+            clientID: world.integration.clientID, policy: IntegrationPolicy(requireValidReceipt: true), maxLiveTokensPerDevice: nil)
+        let strict = try SyntheticDevice()
+        let refused = serviceError { try world.service.attest(try world.attestRequest(strict), from: "127.0.0.1") }
+        #expect(refused?.code == .attestationRejected)
+        #expect(refused?.subcode.identifier == verdict)
+        #expect(try world.store.device(keyID: strict.keyID) == nil)
+    }
+
+    @Test("refuses a refresh while the device's risk metric exceeds the integration's maximum, and allows it at the maximum")
+    func riskMetricPolicy() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        var device = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
+        _ = try world.store.updatePolicy(
+            clientID: world.integration.clientID, policy: IntegrationPolicy(maxRiskMetric: 5), maxLiveTokensPerDevice: nil)
+        let risky = ReceiptState(verdict: "valid", type: "RECEIPT", createdAt: 1, expiresAt: 2, riskMetric: 6, refreshedAt: 1)
+        try world.store.updateReceipt(keyID: device.keyID, receipt: [1], state: risky)
+        #expect(
+            serviceError { try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1") }
+                == ServiceError(.riskMetricExceeded, .riskMetricExceeded, ""))
+        var fine = risky
+        fine.riskMetric = 5
+        try world.store.updateReceipt(keyID: device.keyID, receipt: [1], state: fine)
+        _ = try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1")
+    }
+
+    @Test("refuses new keys past the integration's maximum per hour with 429, and accepts them again an hour later")
+    func newKeysPerHour() throws {
+        var policy = ServicePolicy()
+        policy.perAddress = .unlimited
+        let world = try ServiceWorld(policy: policy)
+        defer { world.remove() }
+        _ = try world.store.updatePolicy(
+            clientID: world.integration.clientID, policy: IntegrationPolicy(maxNewKeysPerHour: 2), maxLiveTokensPerDevice: nil)
+        for _ in 0..<2 { _ = try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1") }
+        let third = serviceError { try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1") }
+        #expect(third == ServiceError(.rateLimited, .newKeysPerHour, ""))
+        world.clock.advance(3601)
+        _ = try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1")
+    }
+
     @Test("answers integration_not_found for an unknown client ID")
     func unknownIntegration() throws {
         let world = try ServiceWorld()
