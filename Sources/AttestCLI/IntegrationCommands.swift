@@ -23,6 +23,12 @@ enum IntegrationCommands {
     static let yes = OptionSpec(flag: "yes", help: "do not ask for confirmation")
     static let actor = OptionSpec(
         "actor", value: "NAME", help: "who acts, for the audit log (default: $SUDO_USER, else $USER)")
+    static let requireValidReceipt = OptionSpec(
+        flag: "require-valid-receipt", help: "refuse attestations whose Apple receipt does not verify (default: store the verdict only)")
+    static let maxRiskMetric = OptionSpec(
+        "max-risk-metric", value: "N", help: "refuse refreshes while the device's fraud-risk metric exceeds N (default: no limit)")
+    static let maxNewKeys = OptionSpec(
+        "max-new-keys-per-hour", value: "N", help: "refuse new keys past N in the last hour (default: no limit)")
     static let maxLiveTokens = OptionSpec(
         "max-live-tokens-per-device", value: "N",
         help: "a refresh keeps only the device's newest N tokens (default: no limit; eager clients may hold several)")
@@ -30,7 +36,10 @@ enum IntegrationCommands {
     static let create = Command(
         path: ["integration", "create"],
         summary: "Register an app integration and print its client ID.",
-        options: [workspace, name, teamID, bundleID, environment, maxLiveTokens, database, actor, json],
+        options: [
+            workspace, name, teamID, bundleID, environment, maxLiveTokens, requireValidReceipt, maxRiskMetric, maxNewKeys, database, actor,
+            json,
+        ],
         run: runCreate)
 
     static let revoke = Command(
@@ -101,19 +110,17 @@ enum IntegrationCommands {
         case "development": environments = [.development]
         case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
         }
-        var limit: Int?
-        if let text = options.value(maxLiveTokens) {
-            guard let number = Int(text), (1...1000).contains(number) else {
-                throw UsageError(message: "--max-live-tokens-per-device takes 1 to 1000")
-            }
-            limit = number
-        }
+        let limit = try PolicyOptions.number(options.value(maxLiveTokens), "max-live-tokens-per-device", in: 1...1000)
+        let policy = IntegrationPolicy(
+            requireValidReceipt: options.flag(requireValidReceipt),
+            maxRiskMetric: try PolicyOptions.number(options.value(maxRiskMetric), "max-risk-metric", in: 0...1_000_000),
+            maxNewKeysPerHour: try PolicyOptions.number(options.value(maxNewKeys), "max-new-keys-per-hour", in: 1...1_000_000))
         guard let store = openStore(options, io) else { return ExitCode.failure }
         let admin = admin(store, io, options)
         do {
             let record = try admin.create(
                 workspaceID: options.required(workspace), name: options.required(name), teamID: options.required(teamID),
-                bundleIDs: options.values(bundleID), environments: environments, maxLiveTokensPerDevice: limit)
+                bundleIDs: options.values(bundleID), environments: environments, maxLiveTokensPerDevice: limit, policy: policy)
             io.standardOutput(options.flag(json) ? IntegrationJSON.encode(record) : record.clientID + "\n")
             return ExitCode.success
         } catch  where error.code == .invalidIntegration {
@@ -241,7 +248,10 @@ enum IntegrationJSON {
     static func value(_ record: IntegrationRecord) -> JSONValue {
         .object([
             ("bundle_ids", record.bundleIDs), ("client_id", record.clientID), ("created_at", record.createdAt),
-            ("environments", record.environments), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice), ("name", record.name),
+            ("environments", record.environments), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
+            ("max_new_keys_per_hour", record.policy.maxNewKeysPerHour), ("max_risk_metric", record.policy.maxRiskMetric),
+            ("name", record.name),
+            ("require_valid_receipt", record.policy.requireValidReceipt),
             ("revoked_at", record.revokedAt), ("status", record.status.rawValue), ("suspended_at", record.suspendedAt),
             ("team_id", record.teamID), ("workspace_id", record.workspaceID),
         ])

@@ -23,6 +23,10 @@ package indirect enum JSONValue: Sendable, Equatable {
     /// A value from a Swift value: strings, integers, floating point, booleans, nil, arrays of
     /// those, and `JSONValue` itself; anything else is written as its description (a string).
     package init(_ value: (any Sendable)?) {
+        self.init(anything: value)
+    }
+
+    private init(anything value: Any?) {
         switch value {
         case let json as JSONValue: self = json
         case let text as String: self = .string(text)
@@ -34,7 +38,14 @@ package indirect enum JSONValue: Sendable, Equatable {
         case let list as [String]: self = .array(list.map(JSONValue.string))
         case let list as [JSONValue]: self = .array(list)
         case nil: self = .null
-        case let other?: self = .string(String(describing: other))
+        case let other?:
+            // An Optional inside the existential (a nil Int? member) is null, or its wrapped value.
+            let mirror = Mirror(reflecting: other)
+            if mirror.displayStyle == .optional {
+                self = mirror.children.first.map { JSONValue(anything: $0.value) } ?? .null
+            } else {
+                self = .string(String(describing: other))
+            }
         }
     }
 

@@ -37,7 +37,7 @@ package struct IntegrationAdmin: Sendable {
     /// a lowercase team ID or a bundle ID with a trailing space is refused, not fixed.
     package func create(
         workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: Set<AppAttestEnvironment>,
-        maxLiveTokensPerDevice: Int? = nil
+        maxLiveTokensPerDevice: Int? = nil, policy: IntegrationPolicy = IntegrationPolicy()
     ) throws(ServiceError) -> IntegrationRecord {
         guard Self.isValidIdentifier(workspaceID) else {
             throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
@@ -65,7 +65,7 @@ package struct IntegrationAdmin: Sendable {
         let record = IntegrationRecord(
             clientID: "clid_" + Hex.encode(idBytes), workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
             environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil,
-            maxLiveTokensPerDevice: maxLiveTokensPerDevice)
+            maxLiveTokensPerDevice: maxLiveTokensPerDevice, policy: policy)
         try stored { () throws(StorageError) in try store.insertIntegration(record) }
         logger?.log(
             .info, "integration created",
@@ -81,8 +81,43 @@ package struct IntegrationAdmin: Sendable {
         try audit(
             "integration.create", record.clientID,
             "workspace \(workspaceID), team \(teamID), \(bundleIDs.count) bundle IDs, environments \(record.environments.joined(separator: "+"))"
-                + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? ""))
+                + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "") + ", " + Self.describe(policy))
         return record
+    }
+
+    /// Replaces an integration's receipt and risk policy and live-token limit; nil when unknown.
+    package func update(clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?) throws(ServiceError)
+        -> IntegrationRecord?
+    {
+        let found = try stored { () throws(StorageError) in
+            try store.updatePolicy(clientID: clientID, policy: policy, maxLiveTokensPerDevice: maxLiveTokensPerDevice)
+        }
+        guard found == true else { return nil }
+        let detail = Self.describe(policy) + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "")
+        logger?.log(.warning, "integration policy changed", ["client.id": .string(clientID), "policy": .string(detail)])
+        try audit("integration.update", clientID, detail)
+        return try show(clientID: clientID)
+    }
+
+    /// The devices of an integration with their live token counts.
+    package func devices(clientID: String) throws(ServiceError) -> [DeviceSummary] {
+        try stored { () throws(StorageError) in try store.deviceSummaries(clientID: clientID, at: clock.now()) }
+    }
+
+    /// One device with its live token count.
+    package func device(keyID: [UInt8]) throws(ServiceError) -> DeviceSummary? {
+        let now = clock.now()
+        return try stored { () throws(StorageError) -> DeviceSummary? in
+            guard let device = try store.device(keyID: keyID) else { return nil }
+            return DeviceSummary(device: device, liveTokens: try store.liveTokenCount(keyID: keyID, at: now))
+        }
+    }
+
+    /// The policy in words, for logs, the audit log and attestctl.
+    package static func describe(_ policy: IntegrationPolicy) -> String {
+        "valid receipt \(policy.requireValidReceipt ? "required" : "not required"), max risk metric "
+            + (policy.maxRiskMetric.map(String.init) ?? "none") + ", max new keys per hour "
+            + (policy.maxNewKeysPerHour.map(String.init) ?? "none")
     }
 
     /// Revokes permanently; nil when the client ID is unknown. Idempotent.

@@ -105,6 +105,12 @@ package struct DeviceSummary: Sendable, Equatable {
     package var device: DeviceRecord
     /// Tokens of this key that have not expired.
     package var liveTokens: Int
+
+    /// A device and its live token count.
+    package init(device: DeviceRecord, liveTokens: Int) {
+        self.device = device
+        self.liveTokens = liveTokens
+    }
 }
 
 /// Whether a device key may still refresh tokens.

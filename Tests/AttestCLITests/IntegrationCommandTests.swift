@@ -1,4 +1,5 @@
 import AttestCLI
+import AttestCrypto
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -198,5 +199,65 @@ struct IntegrationCommandTests {
         #expect(create(console, extra: ["--max-live-tokens-per-device", "3", "--json"]) == 0)
         #expect(console.json["max_live_tokens_per_device"] as? Int == 3)
         #expect(create(Console(), extra: ["--max-live-tokens-per-device", "0"]) == 64)
+    }
+
+    @Test("create takes the receipt and risk policy, update changes only what it is given, and both are audited")
+    func policy() throws {
+        let created = Console()
+        #expect(create(created, extra: ["--require-valid-receipt", "--max-risk-metric", "5", "--json"]) == 0)
+        #expect(created.json["require_valid_receipt"] as? Bool == true)
+        #expect(created.json["max_risk_metric"] as? Int == 5)
+        #expect(created.json["max_new_keys_per_hour"] == nil || created.json["max_new_keys_per_hour"] is NSNull)
+        let clientID = try #require(created.json["client_id"] as? String)
+        let updated = Console()
+        #expect(updated.run(["integration", "update", clientID, "--max-new-keys-per-hour", "100", "--db", database, "--json"]) == 0)
+        #expect(updated.json["max_new_keys_per_hour"] as? Int == 100)
+        #expect(updated.json["max_risk_metric"] as? Int == 5)
+        #expect(updated.json["require_valid_receipt"] as? Bool == true)
+        let relaxed = Console()
+        #expect(
+            relaxed.run(["integration", "update", clientID, "--require-valid-receipt", "no", "--max-risk-metric", "none", "--db", database])
+                == 0)
+        let shown = Console()
+        #expect(shown.run(["integration", "show", clientID, "--db", database, "--json"]) == 0)
+        #expect(shown.json["require_valid_receipt"] as? Bool == false)
+        #expect(shown.json["max_risk_metric"] == nil || shown.json["max_risk_metric"] is NSNull)
+        #expect(Console().run(["integration", "update", clientID, "--db", database]) == 64)
+        #expect(Console().run(["integration", "update", clientID, "--max-risk-metric", "-1", "--db", database]) == 64)
+        let audit = Console()
+        #expect(audit.run(["audit", "list", "--db", database]) == 0)
+        #expect(audit.out.withLock { $0.components(separatedBy: "integration.update").count - 1 } == 2)
+    }
+
+    @Test("device list and show give status, counter, environment, receipt and live tokens")
+    func devices() throws {
+        let created = Console()
+        #expect(create(created) == 0)
+        let clientID = created.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let store = try SQLiteTokenStore(existingAt: database)
+        let keyID = [UInt8](repeating: 7, count: 32)
+        try store.insertChallenge(
+            id: [UInt8](repeating: 1, count: 32), clientID: clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300)
+        let state = ReceiptState(
+            verdict: "valid", type: "ATTEST", createdAt: 1_799_999_000, expiresAt: 1_807_775_000, riskMetric: nil, refreshedAt: nil)
+        _ = try store.registerDevice(
+            DeviceRecord(
+                keyID: keyID, clientID: clientID, publicKey: [4] + [UInt8](repeating: 2, count: 64), counter: 3, environment: "production",
+                receipt: [], status: .active, createdAt: 1_800_000_000, updatedAt: 1_800_000_000, receiptState: state),
+            firstToken: TokenRecord(
+                tokenHash: [UInt8](repeating: 9, count: 32), clientID: clientID, workspaceID: "ws1", keyID: keyID, scope: "messages",
+                issuedAt: 1_800_000_000, expiresAt: 1_800_003_600),
+            consumingChallenge: [UInt8](repeating: 1, count: 32), at: 1_800_000_000)
+        let list = Console()
+        #expect(list.run(["device", "list", "--client-id", clientID, "--db", database, "--json"]) == 0)
+        let devices = try #require(try JSONSerialization.jsonObject(with: Data(list.out.withLock { $0 }.utf8)) as? [[String: Any]])
+        #expect(devices.count == 1)
+        #expect(devices.first?["counter"] as? Int == 3)
+        #expect(devices.first?["live_tokens"] as? Int == 1)
+        #expect((devices.first?["receipt"] as? [String: Any])?["verdict"] as? String == "valid")
+        let show = Console()
+        #expect(show.run(["device", "show", Hex.encode(keyID), "--db", database, "--json"]) == 0)
+        #expect(show.json["status"] as? String == "active")
+        #expect(Console().run(["device", "show", String(repeating: "00", count: 32), "--db", database]) == 1)
     }
 }

@@ -153,3 +153,20 @@ struct Base64TextTests {
         #expect(Base64Text.decode(text, alphabet) == nil)
     }
 }
+
+@Suite("The JSON writer")
+struct JSONTextTests {
+    @Test("writes nil optionals as null and present ones as their value")
+    func optionals() {
+        let missing: Int? = nil
+        let present: Int? = 3
+        let name: String? = "a"
+        #expect(JSONText.object([("a", missing), ("b", present), ("c", name)]) == #"{"a":null,"b":3,"c":"a"}"#)
+    }
+
+    @Test("escapes what JSON requires, and pretty-prints nested values")
+    func escapingAndPretty() {
+        #expect(JSONText.object([("k", "q\"\\\n\u{1}")]) == #"{"k":"q\"\\\n\u0001"}"#)
+        #expect(JSONText.render(.object([("a", [String]())]), pretty: true) == "{\n  \"a\" : []\n}")
+    }
+}
