@@ -33,7 +33,7 @@ package struct AttestCtl: Sendable {
         IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
         IntegrationCommands.resume, PolicyCommands.update, PolicyCommands.list, PolicyCommands.show, IncidentCommands.revokeToken,
         IncidentCommands.blockDevice, IncidentCommands.auditList,
-        StoreCommands.migrate, StoreCommands.copy, SimulateCommand.command,
+        StoreCommands.migrate, StoreCommands.check, StoreCommands.copy, SimulateCommand.command,
     ]
 
     let io: ToolIO

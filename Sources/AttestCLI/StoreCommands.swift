@@ -15,6 +15,24 @@ enum StoreCommands {
         options: [IntegrationCommands.database, IntegrationCommands.json],
         run: runMigrate)
 
+    static let check = Command(
+        path: ["check"],
+        summary:
+            "Read the whole database for damage (SQLite's quick_check; attestd and attestctl only run a cheap check when they open it).",
+        options: [IntegrationCommands.database], run: runCheck)
+
+    static func runCheck(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        do {
+            try store.checkIntegrity()
+            io.standardOutput("ok\n")
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl check: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
     static let copy = Command(
         path: ["store", "copy"],
         summary: "Copy integrations (revoked ones too), devices and unexpired tokens into an empty database, in one transaction.",

@@ -305,6 +305,8 @@ package final class PostgresTokenStore: TokenStore {
 
     package func close() throws(StorageError) { pool.closeIdleConnections() }
 
+    package func checkIntegrity() throws(StorageError) { try checkAvailable() }
+
     /// Checks that the server answers (`/readyz`).
     package func checkAvailable() throws(StorageError) {
         try read { connection throws(StorageError) in _ = try connection.query("SELECT 1") }

@@ -32,7 +32,7 @@ package final class SQLiteTokenStore: TokenStore {
     ) throws(StorageError) {
         self.path = path
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
-        try database.quickCheck()
+        try database.cheapCheck()
         _ = try Migrator().migrate(database, at: time)
         writer = Connection(database)
         var readers: [Connection] = []
@@ -51,7 +51,7 @@ package final class SQLiteTokenStore: TokenStore {
             throw .missing("there is no database at \(path); attestd creates it when it first starts (check --db or ATTESTD_DB)")
         }
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)
-        try database.quickCheck()
+        try database.cheapCheck()
         try Migrator().requireCurrent(database)
         writer = Connection(database)
         var readers: [Connection] = []
@@ -604,6 +604,10 @@ package final class SQLiteTokenStore: TokenStore {
                 throw .busy("the write-ahead log could not be checkpointed: another connection is reading")
             }
         }
+    }
+
+    package func checkIntegrity() throws(StorageError) {
+        try writer.use { database throws(StorageError) in try database.quickCheck() }
     }
 
     package func checkAvailable() throws(StorageError) {

@@ -39,7 +39,7 @@ package enum TokenStores {
                 throw .missing("there is no database at \(path); attestd creates it when it first starts (check --db or ATTESTD_DB)")
             }
             let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: create)
-            try database.quickCheck()
+            try database.cheapCheck()
             let applied = try Migrator().migrate(database, at: time)
             return (try SQLiteTokenStore(existingAt: path, busyTimeout: busyTimeout), applied)
         case .postgresql(var settings):

@@ -386,6 +386,9 @@ package protocol TokenStore: Sendable {
     /// the database file (and empties the log), so that a stopped database is one complete file;
     /// PostgreSQL closes its connections.
     func close() throws(StorageError)
+    /// Reads the whole database for damage (`attestctl check`): SQLite's quick_check; PostgreSQL
+    /// checks its own pages, so there it only confirms the server answers.
+    func checkIntegrity() throws(StorageError)
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)

@@ -260,4 +260,11 @@ struct IntegrationCommandTests {
         #expect(show.json["status"] as? String == "active")
         #expect(Console().run(["device", "show", String(repeating: "00", count: 32), "--db", database]) == 1)
     }
+
+    @Test("check reads the whole database: ok for a sound one")
+    func check() throws {
+        let console = Console()
+        #expect(console.run(["check", "--db", database]) == 0)
+        #expect(console.out.withLock { $0 } == "ok\n")
+    }
 }

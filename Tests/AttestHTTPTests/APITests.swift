@@ -302,6 +302,7 @@ struct APITests {
         #expect(health["trust_anchor"] as? String == "custom (test only)")
         #expect(world.sink.all.contains("TRUST ANCHOR REPLACED"))
         _ = try world.attest(client, device: try SyntheticDevice())
+        world.server.refreshStatistics()  // what the purge timer does every --purge-interval
         let metrics = try client.request("GET", "/metrics").text
         #expect(metrics.contains(#"attestd_http_requests_total{route="attest",status="200"} 1"#))
         #expect(metrics.contains(#"attestd_verifications_total{kind="attestation",outcome="ok"} 1"#))

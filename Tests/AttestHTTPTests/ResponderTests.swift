@@ -262,6 +262,22 @@ struct ResponderTests {
         #expect(lines.first?.contains(#""status":401"#) == true)
         #expect(world.sink.all.contains(#""route":"attest""#))
     }
+
+    @Test("a scrape reads the counts the purge tick made and counts no rows itself")
+    func scrapeReadsCache() throws {
+        let world = try HTTPWorld()
+        world.server.refreshStatistics()
+        func gauge(_ name: String) -> String? {
+            let text = String(decoding: world.server.api.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
+            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
+        }
+        #expect(gauge("attestd_active_integrations") == "1")
+        _ = try world.admin.create(
+            workspaceID: "ws2", name: "second", teamID: "ABCDE12345", bundleIDs: ["com.example.x"], environments: [.production])
+        #expect(gauge("attestd_active_integrations") == "1")
+        world.server.refreshStatistics()
+        #expect(gauge("attestd_active_integrations") == "2")
+    }
 }
 
 @Suite("Trusted proxy networks")
