@@ -185,7 +185,7 @@ struct SimulationReport {
         let requests = result.outcomes.filter { $0.failure?.code != "simulator" }.count
         lines.append(
             "\(requests) requests in \(Self.format(seconds, 2)) s (\(Self.format(Double(requests) / seconds, 1)) requests/s, "
-                + "\(result.threads) threads); \(result.completedDevices) of \(plan.devices) devices completed every step")
+                + "\(result.threads) threads); \(result.completedDevices) of \(plan.devices) devices succeeded at every step")
         let failures = Dictionary(grouping: result.outcomes.compactMap { outcome in outcome.failure.map { (outcome.step, $0) } }) {
             FailureKey(step: $0.0, failure: $0.1)
         }

@@ -39,18 +39,28 @@ package final class Server: Sendable {
                 configuration.database, connections: configuration.threads ?? HTTPServer.Configuration.activeCoreCount,
                 busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
         } catch {
-            throw StartupError(description: "cannot open database \(configuration.database.redacted): \(error)")
+            throw StartupError(
+                description:
+                    "cannot open database \(configuration.database.redacted): \(DatabaseProblem.explain(error, configuration.database))")
         }
         let anchor: TrustAnchor
         do {
             if let file = configuration.trustAnchorFile {
-                anchor = try TrustAnchor.custom(pem: String(contentsOfFile: file, encoding: .utf8))
+                guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw StartupError(
+                        description: FileManager.default.fileExists(atPath: file)
+                            ? "the trust anchor file \(file) exists but cannot be read by this user"
+                            : "the trust anchor file \(file) does not exist")
+                }
+                anchor = try TrustAnchor.custom(pem: pem)
                 logger.log(
                     .warning, "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
                     ["trust_anchor.file": .string(file), "trust_anchor.is_apple": .bool(anchor.isAppleRoot)])
             } else {
                 anchor = try TrustAnchor.appleAppAttestationRoot()
             }
+        } catch let error as StartupError {
+            throw error
         } catch {
             throw StartupError(description: "cannot load the trust anchor: \(error)")
         }
@@ -225,5 +235,26 @@ final class StatisticsCache: Sendable {
     var current: StoreStatistics {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }
+    }
+}
+
+/// Why a database could not be opened, in the terms an operator acts on: a missing directory, a
+/// directory or file this user may not write, or the store's own reason.
+enum DatabaseProblem {
+    static func explain(_ error: StorageError, _ location: StoreLocation) -> String {
+        guard case .sqlite(let path) = location, error.code == .io || error.code == .readOnly else { return error.description }
+        let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let user = ProcessInfo.processInfo.environment["USER"] ?? String(getuid())
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            return "the directory \(directory) does not exist (errno ENOENT); create it, owned by \(user), or point --db elsewhere"
+        }
+        if access(directory, W_OK) != 0 {
+            return "user \(user) may not write to \(directory) (errno EACCES): it needs to create the database and its -wal file there"
+        }
+        if FileManager.default.fileExists(atPath: path), access(path, R_OK | W_OK) != 0 {
+            return "user \(user) may not read and write \(path) (errno EACCES); check its owner and mode"
+        }
+        return error.description
     }
 }

@@ -69,7 +69,9 @@ package struct ServerConfiguration: Sendable, Equatable {
             help: "address to serve on (default 127.0.0.1:8080; port 0 picks a free port)"
         ) { configuration, listen throws(UsageError) in
             guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
-                throw UsageError(message: "--listen takes HOST:PORT, not '\(listen)'")
+                throw UsageError(
+                    message:
+                        "--listen takes HOST:PORT with an IP literal host and a port from 1 to 65535 (0 picks a free one), not '\(listen)'")
             }
             var host = String(listen[..<colon])
             if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
@@ -207,11 +209,20 @@ package struct ServerConfiguration: Sendable, Equatable {
     package static func parse(_ arguments: [String], environment: [String: String]) throws(UsageError) -> ServerConfiguration {
         let parsed = try options.parse(arguments, environment: environment)
         var configuration = ServerConfiguration()
+        let onCommandLine = Set(
+            arguments.filter { $0.hasPrefix("--") }.map { $0.dropFirst(2).split(separator: "=").first.map(String.init) ?? "" })
         for setting in settings {
             if setting.spec.isFlag {
                 if parsed.flag(setting.spec) { try setting.apply(&configuration, "") }
             } else if let value = parsed.value(setting.spec) {
-                try setting.apply(&configuration, value)
+                do {
+                    try setting.apply(&configuration, value)
+                } catch {
+                    // A value from the environment is refused in the variable's name: that is what the
+                    // operator has to fix (a unit file's Environment=, not a flag they never typed).
+                    guard !onCommandLine.contains(setting.spec.name), let variable = setting.spec.environment else { throw error }
+                    throw UsageError(message: error.message.replacingOccurrences(of: "--\(setting.spec.name)", with: variable))
+                }
             }
         }
         return configuration

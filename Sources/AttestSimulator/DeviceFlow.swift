@@ -46,7 +46,8 @@ package struct DeviceFlow: Sendable {
             guard let next = refresh(&device, &connection, &log) else { return }
             authorize(next, &connection, &log)
         }
-        log.completed = true
+        // Completed: every step succeeded (a failed authorization does not end a device, so check).
+        log.completed = log.outcomes.allSatisfy { $0.failure == nil }
     }
 
     /// POST /v1/challenge.

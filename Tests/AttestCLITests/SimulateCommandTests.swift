@@ -95,7 +95,7 @@ struct SimulateCommandTests {
         #expect(StepCounts("attest", in: output) == StepCounts(ok: 5, failed: 0))
         #expect(StepCounts("refresh", in: output) == StepCounts(ok: 15, failed: 0))
         #expect(StepCounts("authorize", in: output) == StepCounts(ok: 20, failed: 0))
-        #expect(output.contains("5 of 5 devices completed every step"))
+        #expect(output.contains("5 of 5 devices succeeded at every step"))
         #expect(output.contains("p99 ms") && !output.contains("failures:"))
         #expect(try world.server.store.statistics().activeDevices == 5)
     }
@@ -117,6 +117,7 @@ struct SimulateCommandTests {
         #expect(StepCounts("challenge", in: output) == StepCounts(ok: 0, failed: 3))
         #expect(StepCounts("attest", in: output) == StepCounts(ok: 0, failed: 0))
         #expect(output.contains("challenge: 3 x HTTP 404 code=integration_not_found reason=integration_not_found"))
+        #expect(output.contains("0 of 3 devices succeeded at every step"))
         #expect(try world.server.store.statistics().activeDevices == 0)
     }
 

@@ -126,13 +126,19 @@ struct AttestdProcessTests {
         #expect(log.contains("refusing to start"))
     }
 
-    @Test("refuses to start with an unreadable trust anchor or gateway secret")
+    @Test("refuses to start with a missing trust anchor, gateway secret or database directory, saying which in one sentence")
     func unreadableFiles() throws {
         let directory = try temporaryDirectory()
-        for arguments in [["--trust-anchor", "/nonexistent.pem"], ["--gateway-secret-file", "/nonexistent.secret"]] {
+        for (arguments, says) in [
+            (["--trust-anchor", "/nonexistent.pem"], "the trust anchor file /nonexistent.pem does not exist"),
+            (["--gateway-secret-file", "/nonexistent.secret"], "the gateway secret file /nonexistent.secret does not exist"),
+            (["--db", "/nonexistent/dir/attestd.sqlite"], "the directory /nonexistent/dir does not exist"),
+        ] {
             let (status, log) = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"] + arguments, directory: directory).finish()
             #expect(status == 1)
             #expect(log.contains("refusing to start"))
+            #expect(log.contains(says), "\(log)")
+            #expect(!log.contains("NSCocoaErrorDomain"))
         }
     }
 

@@ -65,6 +65,28 @@ struct ServerConfigurationTests {
         }
     }
 
+    @Test("a bad value from the environment is refused in the variable's name, one from the command line in the flag's")
+    func namesTheSource() throws {
+        do {
+            _ = try ServerConfiguration.parse([], environment: ["ATTESTD_THREADS": "0"])
+            Issue.record("accepted ATTESTD_THREADS=0")
+        } catch {
+            #expect(error.message.contains("ATTESTD_THREADS") && !error.message.contains("--threads"))
+        }
+        do {
+            _ = try ServerConfiguration.parse(["--threads", "0"], environment: ["ATTESTD_THREADS": "4"])
+            Issue.record("accepted --threads 0")
+        } catch {
+            #expect(error.message.contains("--threads"))
+        }
+        do {
+            _ = try ServerConfiguration.parse(["--listen", "127.0.0.1:99999"], environment: [:])
+            Issue.record("accepted port 99999")
+        } catch {
+            #expect(error.message.contains("1 to 65535"))
+        }
+    }
+
     @Test("the trust anchor is command line only: ATTESTD_TRUST_ANCHOR in the environment changes nothing")
     func trustAnchorCommandLineOnly() throws {
         let fromEnvironment = try ServerConfiguration.parse([], environment: ["ATTESTD_TRUST_ANCHOR": "/tmp/evil.pem"])
