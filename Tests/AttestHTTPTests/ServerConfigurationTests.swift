@@ -35,7 +35,7 @@ struct ServerConfigurationTests {
     func environmentIsNotARepeat() throws {
         let configuration = try ServerConfiguration.parse(["--threads", "4"], environment: ["ATTESTD_THREADS": "2"])
         #expect(configuration.threads == 4)
-        #expect(throws: ServerConfiguration.UsageError(message: "--threads takes 1 to 256")) {
+        #expect(throws: ServerConfiguration.UsageError(message: "ATTESTD_THREADS takes 1 to 256")) {
             try ServerConfiguration.parse([], environment: ["ATTESTD_THREADS": "0"])
         }
     }
