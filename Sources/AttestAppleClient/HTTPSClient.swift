@@ -102,9 +102,13 @@ package final class HTTPSClient: @unchecked Sendable {
             try check(CLibCurl_setopt_long(handle, CURLOPT_POST, 1))
             try check(CLibCurl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
             // COPYPOSTFIELDS: libcurl keeps its own copy, so the Swift array need not outlive this call.
-            try body.withUnsafeBufferPointer { buffer throws(HTTPClientError) in
-                let pointer = UnsafeMutableRawPointer(mutating: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-                try check(CLibCurl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, pointer))
+            if body.isEmpty {
+                try check(CLibCurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, ""))
+            } else {
+                let code = body.withUnsafeBytes { raw in
+                    CLibCurl_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: raw.baseAddress))
+                }
+                try check(code)
             }
             try check(CLibCurl_setopt_slist(handle, CURLOPT_HTTPHEADER, list))
             try check(CLibCurl_setopt_callback(handle, CURLOPT_WRITEFUNCTION, responseBodyCallback))
@@ -112,7 +116,9 @@ package final class HTTPSClient: @unchecked Sendable {
             try check(CLibCurl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, responseHeaderCallback))
             try check(CLibCurl_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
             let result = curl_easy_perform(handle)
-            if sink.overflowed { throw HTTPClientError(code: "RESPONSE_TOO_LARGE", reason: "the answer exceeded \(maximumBodyBytes) bytes") }
+            if sink.overflowed {
+                throw HTTPClientError(code: "RESPONSE_TOO_LARGE", reason: "the answer exceeded \(maximumBodyBytes) bytes")
+            }
             try check(result)
         }
         var status = 0
@@ -161,7 +167,9 @@ private final class ResponseSink {
 
 // C callbacks are plain functions (STYLE: closures in some contexts carry actor isolation).
 // Returning anything but `size * count` makes libcurl abort the transfer.
-private func responseBodyCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?) -> Int {
+private func responseBodyCallback(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ context: UnsafeMutableRawPointer?)
+    -> Int
+{
     guard let data, let context else { return 0 }
     let sink = Unmanaged<ResponseSink>.fromOpaque(context).takeUnretainedValue()
     let length = size * count
@@ -186,7 +194,8 @@ private func responseHeaderCallback(_ data: UnsafeMutablePointer<CChar>?, _ size
         sink.headers.removeAll()  // a new status line (after a 100 Continue): a new header block
     } else if let colon = line.firstIndex(of: ":"), sink.headers.count < 100 {
         let name = line[..<colon].lowercased()
-        let value = String(line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }.reversed().drop(while: \.isWhitespace).reversed())
+        let value = String(
+            line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }.reversed().drop(while: \.isWhitespace).reversed())
         sink.headers.append((name, value))
     }
     return length

@@ -14,7 +14,7 @@ package enum ECDSASignature {
         var raw = [UInt8](repeating: 0, count: width * 2)
         let ok = raw.withUnsafeMutableBufferPointer { buffer in
             BN_bn2binpad(ECDSA_SIG_get0_r(signature), buffer.baseAddress, Int32(width)) == Int32(width)
-                && BN_bn2binpad(ECDSA_SIG_get0_s(signature), buffer.baseAddress! + width, Int32(width)) == Int32(width)
+                && BN_bn2binpad(ECDSA_SIG_get0_s(signature), buffer.baseAddress.map { $0 + width }, Int32(width)) == Int32(width)
         }
         guard ok else { throw OpenSSLErrorQueue.error(.invalidSignature, "BN_bn2binpad (r or s wider than the curve)") }
         return raw

@@ -30,7 +30,10 @@ package enum SealedBox {
             }
         }
         var total = Int(length)
-        guard (ciphertext.withUnsafeMutableBufferPointer { EVP_EncryptFinal_ex(context.handle, $0.baseAddress! + total, &length) }) == 1
+        guard
+            (ciphertext.withUnsafeMutableBufferPointer {
+                EVP_EncryptFinal_ex(context.handle, $0.baseAddress.map { base in base + total }, &length)
+            }) == 1
         else { throw OpenSSLErrorQueue.error(.internalFailure, "EVP_EncryptFinal_ex") }
         total += Int(length)
         var tag = [UInt8](repeating: 0, count: tagLength)
@@ -67,7 +70,10 @@ package enum SealedBox {
         }
         // Why the plaintext is dropped on failure: GCM releases decrypted bytes before the tag is
         // checked; nothing of an unauthenticated box may leave this function.
-        guard (plaintext.withUnsafeMutableBufferPointer { EVP_DecryptFinal_ex(context.handle, $0.baseAddress! + total, &length) }) == 1
+        guard
+            (plaintext.withUnsafeMutableBufferPointer {
+                EVP_DecryptFinal_ex(context.handle, $0.baseAddress.map { base in base + total }, &length)
+            }) == 1
         else {
             _ = OpenSSLErrorQueue.drain()
             throw CryptoError(.sealedBoxRefused, "the sealed box does not open with this key (wrong key, or altered)")

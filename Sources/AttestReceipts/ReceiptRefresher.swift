@@ -185,7 +185,8 @@ package final class ReceiptRefresher: Sendable {
             state.integrationBackoff = state.integrationBackoff.filter { $0.value.until > forgetBefore }
             state.deviceBackoff = state.deviceBackoff.filter { $0.value.until > forgetBefore }
             return candidates.filter { device in
-                (state.integrationBackoff[device.clientID]?.until ?? .min) <= now && (state.deviceBackoff[device.keyID]?.until ?? .min) <= now
+                (state.integrationBackoff[device.clientID]?.until ?? .min) <= now
+                    && (state.deviceBackoff[device.keyID]?.until ?? .min) <= now
             }
         }.prefix(settings.batchSize)
         var order: [String] = []
@@ -225,7 +226,8 @@ package final class ReceiptRefresher: Sendable {
             integration = record
             sealed = key
         } catch {
-            logger.log(.error, "receipt refresh: cannot read the integration", ["client.id": .string(clientID), "error": .string(error.reason)])
+            logger.log(
+                .error, "receipt refresh: cannot read the integration", ["client.id": .string(clientID), "error": .string(error.reason)])
             return nil
         }
         do {
@@ -247,7 +249,8 @@ package final class ReceiptRefresher: Sendable {
     private func exchange(_ device: DeviceRecord, credentials: Credentials, at now: Int64) -> RefreshOutcome {
         let answer = apple.exchange(receipt: device.receipt, jwt: credentials.jwt, environment: device.environment)
         let keyID = Hex.encode(device.keyID)
-        func failed(_ outcome: RefreshOutcome, status: Int?, detail: String, perIntegration: Bool, retryAfter: Int? = nil) -> RefreshOutcome {
+        func failed(_ outcome: RefreshOutcome, status: Int?, detail: String, perIntegration: Bool, retryAfter: Int? = nil) -> RefreshOutcome
+        {
             var fields: [(String, LogValue)] = [
                 ("client.id", .string(device.clientID)), ("device.key_id", .string(keyID)), ("result", .string(outcome.rawValue)),
             ]
@@ -285,7 +288,9 @@ package final class ReceiptRefresher: Sendable {
             do {
                 try store.updateReceipt(keyID: device.keyID, receipt: receipt, state: receiptState)
             } catch {
-                logger.log(.error, "receipt refresh: cannot store the new receipt", ["device.key_id": .string(keyID), "error": .string(error.reason)])
+                logger.log(
+                    .error, "receipt refresh: cannot store the new receipt",
+                    ["device.key_id": .string(keyID), "error": .string(error.reason)])
                 return .storageError
             }
             succeeded(device)
@@ -297,7 +302,8 @@ package final class ReceiptRefresher: Sendable {
             do {
                 try store.touchReceipt(keyID: device.keyID, at: now)
             } catch {
-                logger.log(.error, "receipt refresh: cannot record the 304", ["device.key_id": .string(keyID), "error": .string(error.reason)])
+                logger.log(
+                    .error, "receipt refresh: cannot record the 304", ["device.key_id": .string(keyID), "error": .string(error.reason)])
                 return .storageError
             }
             succeeded(device)

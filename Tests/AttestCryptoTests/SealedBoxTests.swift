@@ -31,7 +31,9 @@ struct SealedBoxTests {
     @Test("a wrong key, other associated data or a short box is refused; a key of the wrong length too")
     func wrongKey() throws {
         let box = try SealedBox.seal(plaintext, key: key, associatedData: [1])
-        #expect(throws: CryptoError(.sealedBoxRefused, "")) { try SealedBox.open(box, key: try SecureRandom.bytes(32), associatedData: [1]) }
+        #expect(throws: CryptoError(.sealedBoxRefused, "")) {
+            try SealedBox.open(box, key: try SecureRandom.bytes(32), associatedData: [1])
+        }
         #expect(throws: CryptoError(.sealedBoxRefused, "")) { try SealedBox.open(box, key: key, associatedData: [2]) }
         #expect(throws: CryptoError(.sealedBoxRefused, "")) { try SealedBox.open(Array(box.prefix(20)), key: key) }
         #expect(throws: CryptoError(.invalidSealingKey, "")) { try SealedBox.seal(plaintext, key: Array(key.prefix(16))) }

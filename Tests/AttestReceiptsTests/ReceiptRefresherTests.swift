@@ -38,7 +38,8 @@ final class RefreshWorld: Sendable {
         let created = Self.start - 2 * 86_400
         device = DeviceRecord(
             keyID: [UInt8](repeating: 7, count: 32), clientID: Self.clientID, publicKey: [0x04] + [UInt8](repeating: 1, count: 64),
-            counter: 1, environment: "development", receipt: try receipts.receipt(appID: Self.appID, created: created, risk: 0, type: "ATTEST"),
+            counter: 1, environment: "development",
+            receipt: try receipts.receipt(appID: Self.appID, created: created, risk: 0, type: "ATTEST"),
             status: .active, createdAt: created, updatedAt: created, appID: Self.appID,
             receiptState: ReceiptState(
                 verdict: "valid", type: "ATTEST", createdAt: created, expiresAt: created + 90 * 86_400, riskMetric: nil, refreshedAt: nil))
@@ -247,7 +248,8 @@ struct AppleRequestTests {
         let expectation = FakeApple.Expectation(publicKey: try key.publicKey, keyID: "KID", teamID: "TEAM123456", now: { 1_800_000_030 })
         #expect(FakeApple.check(jwt: jwt, expectation) == [])
         #expect(FakeApple.check(jwt: "Bearer " + jwt, expectation) == ["a Bearer prefix"])
-        let other = FakeApple.Expectation(publicKey: try PrivateKey.generate(.p256).publicKey, keyID: "KID", teamID: "TEAM123456", now: { 1_800_000_030 })
+        let other = FakeApple.Expectation(
+            publicKey: try PrivateKey.generate(.p256).publicKey, keyID: "KID", teamID: "TEAM123456", now: { 1_800_000_030 })
         #expect(FakeApple.check(jwt: jwt, other) == ["the ES256 signature does not verify with the DeviceCheck public key"])
         #expect(throws: CryptoError(.unsupportedCurve, "")) {
             try AppleJWT.sign(keyID: "KID", teamID: "T", issuedAt: 0, key: try PrivateKey.generate(.p384))
