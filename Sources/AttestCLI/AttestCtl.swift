@@ -31,7 +31,8 @@ package struct AttestCtl: Sendable {
     static let commands: [Command] = [
         VerifyCommands.attestation, VerifyCommands.assertion, VerifyCommands.receipt, IntegrationCommands.create,
         IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
-        IntegrationCommands.resume, IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList,
+        IntegrationCommands.resume, FraudKeyCommands.setFraudKey, IncidentCommands.revokeToken, IncidentCommands.blockDevice,
+        IncidentCommands.auditList,
         StoreCommands.migrate, StoreCommands.copy, SimulateCommand.command,
     ]
 
