@@ -4,6 +4,7 @@
 //   COpenSSL -> AttestCrypto -> AttestCore -> AttestService -> AttestHTTP -> attestd
 //   CSQLite, CLibPQ -> AttestStorage -> AttestService -> AttestCLI -> attestctl
 //   CMicroHTTPD -> AttestHTTPServer -> AttestHTTP
+//   CLibCurl -> AttestAppleClient -> AttestReceipts (the receipt refresher) -> AttestHTTP
 //   AttestCore -> AttestSimulator (synthetic PKI and device, HTTP client, device flow) -> AttestCLI, attest-load
 //   AttestOptions (the one option parser, no dependencies) -> AttestHTTP, AttestCLI, attest-bench, attest-load
 //   AttestSimulator -> AttestTesting (fixtures, test stores) -> tests and attest-bench only; no product links it.
@@ -30,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Migrations/<dialect>/*.sql compiled into AttestStorage at build time (the only copy of the schema).
         .executableTarget(name: "embed-migrations"),
@@ -40,6 +42,7 @@ let package = Package(
         .target(name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
         .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "AttestOptions", swiftSettings: strict),
+        .target(name: "AttestAppleClient", dependencies: ["CLibCurl", "AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestSimulator", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
         // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
         .target(
@@ -47,7 +50,10 @@ let package = Package(
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
         .target(
-            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto", "AttestOptions"],
+            name: "AttestReceipts", dependencies: ["AttestAppleClient", "AttestCore", "AttestCrypto", "AttestService", "AttestStorage"],
+            swiftSettings: strict),
+        .target(
+            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto", "AttestOptions", "AttestReceipts"],
             swiftSettings: strict),
         .target(
             name: "AttestCLI",
@@ -86,5 +92,11 @@ let package = Package(
         .testTarget(
             name: "AttestCLITests", dependencies: ["AttestCLI", "AttestHTTP", "AttestTesting"], swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),
+        .testTarget(
+            name: "AttestReceiptsTests",
+            dependencies: [
+                "AttestReceipts", "AttestAppleClient", "AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestService", "AttestStorage",
+                "AttestTesting",
+            ], swiftSettings: strict),
     ]
 )

@@ -14,6 +14,8 @@ package struct CryptoError: Error, Sendable, Hashable, CustomStringConvertible {
         case cmsTrailingBytes = "cms_trailing_bytes"
         case unsupportedCurve = "unsupported_curve"
         case randomFailure = "random_failure"
+        case invalidSealingKey = "invalid_sealing_key"
+        case sealedBoxRefused = "sealed_box_refused"
         case internalFailure = "internal_failure"
     }
 

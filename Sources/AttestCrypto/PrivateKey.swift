@@ -1,6 +1,7 @@
 internal import COpenSSL
 
-/// An EC private key, for the synthetic device and test PKI; production code never signs.
+/// An EC private key: the synthetic device's and test PKI's, and an integration's DeviceCheck key,
+/// which signs the JWTs attestd presents to Apple's attestationData endpoint (the only production signing).
 ///
 /// `@unchecked Sendable`: immutable after creation; signing makes its own `EVP_MD_CTX`.
 package final class PrivateKey: @unchecked Sendable {
@@ -45,6 +46,18 @@ package final class PrivateKey: @unchecked Sendable {
             throw OpenSSLErrorQueue.error(.invalidPrivateKey, "PEM_read_bio_PrivateKey")
         }
         self.init(owning: key)
+    }
+
+    /// The key's curve, or nil when it is not one of `ECCurve`'s (or not an EC key).
+    package var curve: ECCurve? {
+        (try? publicKey)?.curve
+    }
+
+    /// A JWS ES256 signature (RFC 7518 §3.4): ECDSA P-256 over SHA-256 of `message`, as raw
+    /// `r || s` (64 bytes), not OpenSSL's DER. Refused for a key not on P-256.
+    package func signES256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard curve == .p256 else { throw CryptoError(.unsupportedCurve, "ES256 needs a P-256 key") }
+        return try ECDSASignature.raw(fromDER: sign(message, digest: .sha256), width: 32)
     }
 
     /// PKCS#8 PEM of this key (unencrypted: for test state directories only).

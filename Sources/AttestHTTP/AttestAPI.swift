@@ -103,6 +103,8 @@ package struct AttestAPI: HTTPResponder {
     let logger: Logger
     package let metrics: Metrics
     let gauges: @Sendable () -> [(name: String, help: String, value: Int)]
+    /// Exposition text of other parts (the receipt refresher's counters), appended to /metrics.
+    let moreMetrics: @Sendable () -> String
     private let table: [String: Route]
     private let requestCounter = RequestCounter()
     private let clientAddress: ClientAddress
@@ -113,13 +115,15 @@ package struct AttestAPI: HTTPResponder {
 
     package init(
         service: TokenService, settings: Settings, logger: Logger, metrics: Metrics? = nil,
-        gauges: @escaping @Sendable () -> [(name: String, help: String, value: Int)] = { [] }
+        gauges: @escaping @Sendable () -> [(name: String, help: String, value: Int)] = { [] },
+        moreMetrics: @escaping @Sendable () -> String = { "" }
     ) {
         self.service = service
         self.settings = settings
         self.logger = logger
         self.metrics = metrics ?? Metrics(version: settings.version)
         self.gauges = gauges
+        self.moreMetrics = moreMetrics
         // The /test/ routes do not exist outside test mode: a production server answers 404.
         table = settings.testClock == nil ? Self.routes : Self.routes.merging(Self.testRoutes) { first, _ in first }
         clientAddress = ClientAddress(trustedProxies: settings.trustedProxies.compactMap(IPNetwork.init))
@@ -407,7 +411,7 @@ package struct AttestAPI: HTTPResponder {
     private func metricsText(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         HTTPResponse(
             status: 200, headers: [HTTPHeader(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")],
-            body: Array(metrics.render(gauges: gauges()).utf8))
+            body: Array((metrics.render(gauges: gauges()) + moreMetrics()).utf8))
     }
 
     // MARK: Test mode

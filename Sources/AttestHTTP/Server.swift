@@ -1,5 +1,7 @@
+import AttestAppleClient
 import AttestCore
 package import AttestHTTPServer
+package import AttestReceipts
 package import AttestService
 package import AttestStorage
 import Foundation
@@ -13,6 +15,8 @@ package final class Server: Sendable {
     /// The gauges' values, refreshed with every purge (at start and then every purge interval).
     private let statistics: StatisticsCache
     package let api: AttestAPI
+    /// The receipt refresher, running when `--secrets-key-file` is given and the interval is not 0.
+    package let receiptRefresher: ReceiptRefresher?
     let logger: Logger
 
     /// Why the server refused to start (exit 1 with the message).
@@ -101,6 +105,8 @@ package final class Server: Sendable {
         statistics = cache
         let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics)
         self.service = service
+        let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
+        receiptRefresher = refresher
         api = AttestAPI(
             service: service,
             settings: AttestAPI.Settings(
@@ -119,7 +125,8 @@ package final class Server: Sendable {
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]
-            })
+            },
+            moreMetrics: { refresher?.metricsText ?? "" })
         var httpConfiguration = HTTPServer.Configuration(
             host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
@@ -142,6 +149,8 @@ package final class Server: Sendable {
                     "connections.allowed": .int(Int(http.connectionLimit)),
                 ])
         }
+        // Started only once the server listens, and after it (so a refused start leaves no thread behind).
+        receiptRefresher?.start()
         logger.log(
             .info, "listening",
             [
@@ -151,9 +160,55 @@ package final class Server: Sendable {
             ])
     }
 
+    /// The refresher the configuration asks for (nil without a secrets key file or with interval 0).
+    static func receiptRefresher(
+        configuration: ServerConfiguration, store: any TokenStore, clock: any WallClock, logger: Logger
+    ) throws(StartupError) -> ReceiptRefresher? {
+        guard let file = configuration.secretsKeyFile else {
+            logger.log(.info, "no --secrets-key-file: device receipts are not refreshed with Apple")
+            return nil
+        }
+        let secrets: SecretsKeyFile
+        do {
+            secrets = try SecretsKeyFile(path: file)
+        } catch {
+            throw StartupError(description: error.description)
+        }
+        if secrets.readableByOthers {
+            logger.log(
+                .warning, "the secrets key file can be read by other users: chmod 600 it (and chown it to attestd's user)",
+                ["file": .string(file)])
+        }
+        guard configuration.receiptRefreshIntervalSeconds > 0 else {
+            logger.log(.info, "--receipt-refresh-interval 0: device receipts are not refreshed with Apple")
+            return nil
+        }
+        do {
+            let verifier = try ReceiptVerifier.apple()
+            let client = try HTTPSClient()
+            var settings = ReceiptRefresherSettings()
+            settings.intervalSeconds = configuration.receiptRefreshIntervalSeconds
+            if configuration.appleReceiptURL != nil {
+                logger.log(.warning, "APPLE RECEIPT URL REPLACED: receipts are exchanged with a non-Apple server; for tests only")
+            }
+            logger.log(
+                .info, "receipt refresher started",
+                [
+                    "interval_seconds": .int(settings.intervalSeconds), "batch": .int(settings.batchSize),
+                    "apple.url": .string(configuration.appleReceiptURL ?? "by environment"),
+                ])
+            return ReceiptRefresher(
+                store: store, apple: AppleAttestationDataClient(client: client, overrideBaseURL: configuration.appleReceiptURL),
+                verifier: verifier, secretsKey: secrets.key, clock: clock, logger: logger, settings: settings)
+        } catch {
+            throw StartupError(description: "cannot start the receipt refresher: \(error)")
+        }
+    }
+
     /// Stops accepting, lets in-flight requests finish, and closes the listener.
     package func stop() {
         http.stop()
+        receiptRefresher?.stop()
         do {
             try service.closeStorage()
         } catch {

@@ -34,6 +34,12 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var logLevel = LogLevel.info
     /// One in N successful authorize and introspect lines is logged (1: all, 0: none); failures always are.
     package var logSuccessEvery = 1
+    /// The 64-hex-digit key that seals integrations' DeviceCheck keys; the receipt refresher runs only with it.
+    package var secretsKeyFile: String?
+    /// Where receipts are exchanged instead of Apple's hosts (tests: a fake Apple on loopback).
+    package var appleReceiptURL: String?
+    /// Seconds between receipt refresh passes (0: no refresher).
+    package var receiptRefreshIntervalSeconds = 300
 
     /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
     package init() {}
@@ -166,6 +172,23 @@ package struct ServerConfiguration: Sendable, Equatable {
         rate(
             "address-rate", environment: "ATTESTD_ADDRESS_RATE",
             help: "challenges and attestations per second per client address (default 20, burst 2x; 0 = unlimited)", \.perAddress),
+        Setting(
+            "secrets-key-file", environment: "ATTESTD_SECRETS_KEY_FILE", value: "FILE",
+            help: "64 hex digits (openssl rand -hex 32) sealing integrations' DeviceCheck keys; enables the receipt refresher"
+        ) { configuration, value in configuration.secretsKeyFile = value },
+        Setting(
+            "apple-receipt-url", environment: "ATTESTD_APPLE_RECEIPT_URL", value: "URL",
+            help: "TESTS ONLY: exchange receipts at URL/v1/attestationData instead of Apple's hosts (chosen by the device's environment)"
+        ) { configuration, value throws(UsageError) in
+            guard value.hasPrefix("https://") || value.hasPrefix("http://") else {
+                throw UsageError(message: "--apple-receipt-url takes an http:// or https:// base URL")
+            }
+            configuration.appleReceiptURL = value
+        },
+        whole(
+            "receipt-refresh-interval", environment: "ATTESTD_RECEIPT_REFRESH_INTERVAL", value: "SECONDS",
+            help: "exchange due device receipts with Apple this often (default 300; 0 = never)", in: 0...86_400, unit: " seconds",
+            \.receiptRefreshIntervalSeconds),
     ]
 
     /// A whole-number option within `range` (`unit` follows the range in the refusal).

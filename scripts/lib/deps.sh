@@ -1,7 +1,7 @@
 # Shared by scripts/run and scripts/test: make sure the Debian packages the build needs are present.
 # As root, installs what is missing with apt-get; otherwise prints the exact command and stops.
 
-ATTESTD_DEBIAN_PACKAGES=(pkg-config libssl-dev libsqlite3-dev libmicrohttpd-dev libpq-dev)
+ATTESTD_DEBIAN_PACKAGES=(pkg-config libssl-dev libsqlite3-dev libmicrohttpd-dev libpq-dev libcurl4-openssl-dev)
 
 attestd_ensure_packages() {
     local missing=()
