@@ -271,6 +271,11 @@ def main():
         os.chmod(secret_file, 0o600)
         with open(secret_file) as f:
             secret = f.read().strip()
+
+        print("== phase A: recorded device through attestd --insecure-test-mode", file=sys.stderr, flush=True)
+        log_a = os.path.join(work, "attestd-test-mode.log")
+        start(log_a, "--db", db, "--gateway-secret-file", secret_file, "--insecure-test-mode")
+        # After the start: attestd creates the database, attestctl only uses one that exists.
         with open(os.path.join(work, "attestctl.log"), "ab") as errors:
             def integration(workspace, name):
                 return create_integration(attestctl, db, workspace, name, team_id, bundle_id,
@@ -280,10 +285,6 @@ def main():
             revoked_id = integration("ws_check_revoked", "check-openapi revoked")
             subprocess.run([attestctl, "integration", "revoke", "--db", db, "--yes", revoked_id], stdout=subprocess.DEVNULL,
                            stderr=errors, check=True, timeout=60)
-
-        print("== phase A: recorded device through attestd --insecure-test-mode", file=sys.stderr, flush=True)
-        log_a = os.path.join(work, "attestd-test-mode.log")
-        start(log_a, "--db", db, "--gateway-secret-file", secret_file, "--insecure-test-mode")
         os.chdir(work)
         token = ""
         try:
