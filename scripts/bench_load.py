@@ -7,7 +7,7 @@ Every figure is printed beside references measured in the same run:
     database, the load spread over both): GET /v1/authorize and POST /v1/introspect (wrk, 64
     connections), POST /v1/challenge, refresh (challenge + assertion + token) and attest (prepared
     objects) with attest-load;
-  - the same on tables of 1,000,000 tokens and 100,000 devices, per store;
+  - the same on tables of 1,000,000 tokens and 200,000 devices, per store;
   - SQLite with one HTTP thread pinned to core 0 against the in-process verifier on core 0.
 Targets (issue figures): authorize >= 0.5 x nginx; refresh on PostgreSQL >= SQLite's; authorize on
 PostgreSQL >= 0.5 x SQLite's; attest >= 0.8 x the in-process verifier for the same threads.
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
@@ -29,6 +30,9 @@ from attestd_testlib import Attestd  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECRET = "gateway-secret-for-the-benchmark-0123456789"
 APP_ID = "ABCDE12345.com.example.bench"
+LARGE_DEVICES, LARGE_TOKENS = 200000, 1000000
+DEVICE_COLUMNS = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
+TOKEN_COLUMNS = "token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at"
 
 
 def run(args, **kwargs):
@@ -70,6 +74,7 @@ class Bench:
         run([os.path.join(self.bin, "attestctl"), "simulate", "--write-trust-anchor", self.anchor, "--state", self.state])
         self.rows = []
         self.nodes = []
+        self.operability = []  # (label, what, milliseconds) on the large tables
 
     def start(self, db, count=1, extra=(), cpu=None):
         self.nodes = []
@@ -112,7 +117,10 @@ class Bench:
         if populate:
             self.stop()
             populate(client_id)
+            began = time.monotonic()
             ports = self.start(db, count)
+            self.operability.append((label, "attestd start to listening", (time.monotonic() - began) * 1000))
+            self.time_operations(label, db, ports[0])
         attest_load = os.path.join(self.bin, "attest-load")
         token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
                      self.state]).strip()
@@ -131,6 +139,23 @@ class Bench:
         rss = self.stop()
         self.rows.append((label, results, rss))
         return results
+
+    def time_operations(self, label, db, port):
+        """What an operator waits for at scale: a /metrics scrape (median of 20) and attestctl commands."""
+        scrapes = []
+        for _ in range(20):
+            began = time.monotonic()
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=30) as answer:
+                answer.read()
+            scrapes.append((time.monotonic() - began) * 1000)
+        self.operability.append((label, "GET /metrics (median of 20)", sorted(scrapes)[10]))
+        attestctl = os.path.join(self.bin, "attestctl")
+        for what, args in (("attestctl integration list", ["integration", "list"]),
+                           ("attestctl token revoke --sha256 (unknown)", ["token", "revoke", "--sha256", "00" * 32, "--actor", "bench"]),
+                           ("attestctl check (reads everything)", ["check"])):
+            began = time.monotonic()
+            subprocess.run([attestctl, *args, "--db", db], capture_output=True, timeout=600)
+            self.operability.append((label, what, (time.monotonic() - began) * 1000))
 
     def report_row(self, label, results, rss):
         for operation in ("authorize", "introspect", "challenge", "refresh", "attest"):
@@ -154,21 +179,23 @@ def main():
                         '"CREATE DATABASE attestd OWNER attestd"'], cwd=ROOT, check=True, timeout=120, stdout=subprocess.DEVNULL)
 
     def populate_pg(client_id):
-        sql = ("INSERT INTO devices SELECT sha256(int8send(i)), '%(c)s', '\\x04'::bytea || sha256(int8send(i)) || sha256(int8send(-i)), "
-               "0, 'production', ''::bytea, 'active', 0, 0 FROM generate_series(1, 100000) i; "
-               "INSERT INTO tokens SELECT sha256(int8send(i) || '\\x74'::bytea), '%(c)s', 'ws_bench', sha256(int8send(i %% 100000 + 1)), "
-               "'messages', extract(epoch from now())::bigint, extract(epoch from now())::bigint + 3600 FROM generate_series(1, 1000000) i; "
-               "ANALYZE;" % {"c": client_id})
+        sql = ("INSERT INTO devices (" + DEVICE_COLUMNS + ") SELECT sha256(int8send(i)), '%(c)s', "
+               "'\\x04'::bytea || sha256(int8send(i)) || sha256(int8send(-i)), 0, 'production', ''::bytea, 'active', 0, 0 "
+               "FROM generate_series(1, %(d)d) i; "
+               "INSERT INTO tokens (" + TOKEN_COLUMNS + ") SELECT sha256(int8send(i) || '\\x74'::bytea), '%(c)s', 'ws_bench', "
+               "sha256(int8send(i %% %(d)d + 1)), 'messages', extract(epoch from now())::bigint, extract(epoch from now())::bigint + 3600 "
+               "FROM generate_series(1, %(t)d) i; ANALYZE;" % {"c": client_id, "d": LARGE_DEVICES, "t": LARGE_TOKENS})
         subprocess.run(["bash", "-c", admin + 'attestd_psql_admin attestd "$0"', sql], cwd=ROOT, check=True, timeout=600,
                        stdout=subprocess.DEVNULL)
 
     def populate_sqlite(path):
         def populate(client_id):
-            sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
-                   "INSERT INTO devices SELECT randomblob(32), '%(c)s', X'04' || randomblob(64), 0, 'production', X'', 'active', 0, 0 FROM n; "
-                   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000) "
-                   "INSERT INTO tokens SELECT randomblob(32), '%(c)s', 'ws_bench', randomblob(32), 'messages', unixepoch(), unixepoch() + 3600 "
-                   "FROM n; ANALYZE;" % {"c": client_id})
+            sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %(d)d) "
+                   "INSERT INTO devices (" + DEVICE_COLUMNS + ") SELECT randomblob(32), '%(c)s', X'04' || randomblob(64), 0, 'production', "
+                   "X'', 'active', 0, 0 FROM n; "
+                   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %(t)d) "
+                   "INSERT INTO tokens (" + TOKEN_COLUMNS + ") SELECT randomblob(32), '%(c)s', 'ws_bench', randomblob(32), 'messages', "
+                   "unixepoch(), unixepoch() + 3600 FROM n; ANALYZE;" % {"c": client_id, "d": LARGE_DEVICES, "t": LARGE_TOKENS})
             subprocess.run(["sqlite3", path, sql], check=True, timeout=600)
         return populate
 
@@ -191,9 +218,9 @@ def main():
         reset_pg()
         small["pg2"] = bench.measure("PostgreSQL, 2 nodes", pg_url, 2)
         large_sqlite = os.path.join(bench.work, "large.sqlite")
-        large = {"sqlite": bench.measure("SQLite, 1M tokens/100k devices", large_sqlite, 1, populate_sqlite(large_sqlite))}
+        large = {"sqlite": bench.measure("SQLite, 1M tokens/200k devices", large_sqlite, 1, populate_sqlite(large_sqlite))}
         reset_pg()
-        large["pg1"] = bench.measure("PostgreSQL, 1M tokens/100k devices", pg_url, 1, populate_pg)
+        large["pg1"] = bench.measure("PostgreSQL, 1M tokens/200k devices", pg_url, 1, populate_pg)
 
         # One server thread pinned to core 0 against the verifier alone on core 0 (SQLite).
         pinned = os.path.join(bench.work, "pinned.sqlite")
@@ -222,6 +249,8 @@ def main():
     print("%-34s %-11s %10.1f %9s %9s" % ("nginx static return 200 (ceiling)", "GET /", reference[0], reference[1], reference[2]))
     for label, results, rss in bench.rows:
         bench.report_row(label, results, rss)
+    for label, what, milliseconds in bench.operability:
+        print("%-34s %-42s %9.0f ms" % (label, what, milliseconds))
     flow1 = 1 / (1 / challenge1 + 1 / attest1) if challenge1 and attest1 else 0
     print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "challenge", challenge1))
     print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "attest", attest1))
