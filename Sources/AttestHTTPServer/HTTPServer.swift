@@ -100,7 +100,7 @@ package final class HTTPServer: Sendable {
                 // MHD says not to close the socket until MHD_stop_daemon (a worker may still hold the
                 // descriptor), but shutting it down now makes new clients get a refusal instead of
                 // waiting in the backlog. A failure leaves them waiting until close(); nothing to undo.
-                _ = shutdown(listenSocket, Int32(SHUT_RDWR))
+                SocketCalls.shutdownBoth(listenSocket)
             }
             let deadline = ContinuousClock.now + drainLimit
             while context.activeRequests.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < deadline {

@@ -116,9 +116,9 @@ final class RequestDeadlines: Sendable {
                 if entry.phase == .receiving {
                     // Best effort and never blocking: the client may not even be reading.
                     let answer = Array("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n".utf8)
-                    _ = answer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    SocketCalls.sendWithoutBlocking(fd, answer)
                 }
-                _ = shutdown(fd, Int32(SHUT_RDWR))
+                SocketCalls.shutdownBoth(fd)
                 table[fd]?.phase = .timedOut
                 timedOut.add(1, ordering: .relaxed)
             }
