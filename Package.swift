@@ -53,7 +53,11 @@ let package = Package(
             name: "AttestReceipts", dependencies: ["AttestAppleClient", "AttestCore", "AttestCrypto", "AttestService", "AttestStorage"],
             swiftSettings: strict),
         .target(
-            name: "AttestHTTP", dependencies: ["AttestService", "AttestHTTPServer", "AttestCrypto", "AttestOptions", "AttestReceipts"],
+            name: "AttestHTTP",
+            dependencies: [
+                "AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestStorage", "AttestOptions", "AttestReceipts",
+                "AttestAppleClient",
+            ],
             swiftSettings: strict),
         .target(
             name: "AttestCLI",
@@ -80,17 +84,20 @@ let package = Package(
         .testTarget(
             name: "AttestHTTPServerTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
         .testTarget(
-            name: "AttestHarnessTests", dependencies: ["AttestCore", "AttestStorage", "AttestTesting"], exclude: ["README.md"],
+            name: "AttestHarnessTests", dependencies: ["AttestStorage", "AttestTesting"], exclude: ["README.md"],
             swiftSettings: strict),
         .testTarget(
             name: "AttestHTTPTests",
-            dependencies: ["AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
+            dependencies: [
+                "AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting",
+            ], swiftSettings: strict),
         .testTarget(
-            name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestTesting"], swiftSettings: strict),
+            name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestStorageTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
-            name: "AttestCLITests", dependencies: ["AttestCLI", "AttestHTTP", "AttestTesting"], swiftSettings: strict),
+            name: "AttestCLITests",
+            dependencies: ["AttestCLI", "AttestHTTP", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting"], swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),
         .testTarget(
             name: "AttestReceiptsTests",
