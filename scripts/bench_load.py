@@ -138,6 +138,7 @@ class Bench:
             results[mode] = (float(out[key]), out["p50_ms"] + "ms", out["p99_ms"] + "ms", int(out["errors"]))
         rss = self.stop()
         self.rows.append((label, results, rss))
+        self.report_row(label, results, rss, sys.stderr)  # as it goes: a later failure keeps what was measured
         return results
 
     def time_operations(self, label, db, port):
@@ -157,12 +158,12 @@ class Bench:
             subprocess.run([attestctl, *args, "--db", db], capture_output=True, timeout=600)
             self.operability.append((label, what, (time.monotonic() - began) * 1000))
 
-    def report_row(self, label, results, rss):
+    def report_row(self, label, results, rss, out=sys.stdout):
         for operation in ("authorize", "introspect", "challenge", "refresh", "attest"):
             value = results[operation]
             errors = " errors %d" % value[3] if len(value) > 3 and value[3] else ""
-            print("%-34s %-11s %10.1f %9s %9s%s" % (label, operation, value[0], value[1], value[2], errors))
-        print("%-34s %-11s %10d MiB" % (label, "peak RSS", rss // 1024))
+            print("%-34s %-11s %10.1f %9s %9s%s" % (label, operation, value[0], value[1], value[2], errors), file=out, flush=True)
+        print("%-34s %-11s %10d MiB" % (label, "peak RSS", rss // 1024), file=out, flush=True)
 
 
 def main():
@@ -179,12 +180,12 @@ def main():
                         '"CREATE DATABASE attestd OWNER attestd"'], cwd=ROOT, check=True, timeout=120, stdout=subprocess.DEVNULL)
 
     def populate_pg(client_id):
-        sql = ("INSERT INTO devices (" + DEVICE_COLUMNS + ") SELECT sha256(int8send(i)), '%(c)s', "
+        sql = ("INSERT INTO devices (%(dc)s) SELECT sha256(int8send(i)), '%(c)s', "
                "'\\x04'::bytea || sha256(int8send(i)) || sha256(int8send(-i)), 0, 'production', ''::bytea, 'active', 0, 0 "
                "FROM generate_series(1, %(d)d) i; "
-               "INSERT INTO tokens (" + TOKEN_COLUMNS + ") SELECT sha256(int8send(i) || '\\x74'::bytea), '%(c)s', 'ws_bench', "
+               "INSERT INTO tokens (%(tc)s) SELECT sha256(int8send(i) || '\\x74'::bytea), '%(c)s', 'ws_bench', "
                "sha256(int8send(i %% %(d)d + 1)), 'messages', extract(epoch from now())::bigint, extract(epoch from now())::bigint + 3600 "
-               "FROM generate_series(1, %(t)d) i; ANALYZE;" % {"c": client_id, "d": LARGE_DEVICES, "t": LARGE_TOKENS})
+               "FROM generate_series(1, %(t)d) i; ANALYZE;" % {"c": client_id, "d": LARGE_DEVICES, "t": LARGE_TOKENS, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
         subprocess.run(["bash", "-c", admin + 'attestd_psql_admin attestd "$0"', sql], cwd=ROOT, check=True, timeout=600,
                        stdout=subprocess.DEVNULL)
 
@@ -192,11 +193,11 @@ def main():
         def populate(client_id):
             # 4,000-byte receipts, as Apple's are: the file is about 1 GB, as in the report.
             sql = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %(d)d) "
-                   "INSERT INTO devices (" + DEVICE_COLUMNS + ") SELECT randomblob(32), '%(c)s', X'04' || randomblob(64), 0, 'production', "
+                   "INSERT INTO devices (%(dc)s) SELECT randomblob(32), '%(c)s', randomblob(65), 0, 'production', "
                    "randomblob(4000), 'active', 0, 0 FROM n; "
                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %(t)d) "
-                   "INSERT INTO tokens (" + TOKEN_COLUMNS + ") SELECT randomblob(32), '%(c)s', 'ws_bench', randomblob(32), 'messages', "
-                   "unixepoch(), unixepoch() + 3600 FROM n; ANALYZE;" % {"c": client_id, "d": LARGE_DEVICES, "t": LARGE_TOKENS})
+                   "INSERT INTO tokens (%(tc)s) SELECT randomblob(32), '%(c)s', 'ws_bench', randomblob(32), 'messages', "
+                   "unixepoch(), unixepoch() + 3600 FROM n; ANALYZE;" % {"c": client_id, "d": LARGE_DEVICES, "t": LARGE_TOKENS, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
             subprocess.run(["sqlite3", path, sql], check=True, timeout=600)
         return populate
 
