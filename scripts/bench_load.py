@@ -255,7 +255,7 @@ def main():
     for label, results, rss in bench.rows:
         bench.report_row(label, results, rss)
     for label, what, milliseconds in bench.operability:
-        print("%-34s %-42s %9.0f ms" % (label, what, milliseconds))
+        print("%-34s %-42s %9.1f ms" % (label, what, milliseconds))
     flow1 = 1 / (1 / challenge1 + 1 / attest1) if challenge1 and attest1 else 0
     print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "challenge", challenge1))
     print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "attest", attest1))
