@@ -92,12 +92,14 @@ let package = Package(
                 "AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting",
             ], swiftSettings: strict),
         .testTarget(
-            name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting"], swiftSettings: strict),
+            name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting"],
+            swiftSettings: strict),
         .testTarget(
             name: "AttestStorageTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestCLITests",
-            dependencies: ["AttestCLI", "AttestHTTP", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting"], swiftSettings: strict),
+            dependencies: ["AttestCLI", "AttestHTTP", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting"],
+            swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),
         .testTarget(
             name: "AttestReceiptsTests",

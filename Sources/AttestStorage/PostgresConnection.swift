@@ -1,19 +1,5 @@
 internal import CLibPQ
 
-/// One value bound to a PostgreSQL statement parameter.
-package enum PostgresValue: Sendable, Hashable {
-    /// Sent as decimal text; the server converts it to the column's integer type.
-    case integer(Int64)
-    /// Sent as decimal text; the server converts it to `DOUBLE PRECISION`.
-    case double(Double)
-    /// UTF-8 text.
-    case text(String)
-    /// Raw bytes for a `BYTEA` parameter, sent in binary format.
-    case bytes([UInt8])
-    /// SQL NULL.
-    case null
-}
-
 /// The rows a statement returned, read in binary format (`BIGINT` as 8 bytes big-endian, `TEXT`
 /// as UTF-8, `BYTEA` as raw bytes), copied out of libpq's result so nothing C outlives the call.
 package struct PostgresRows: Sendable {
@@ -99,7 +85,7 @@ package final class PostgresConnection {
 
     /// Runs one statement with `$1`, `$2` ... parameters as a prepared statement; returns its rows.
     @discardableResult
-    package func query(_ sql: String, _ arguments: [PostgresValue] = []) throws(StorageError) -> PostgresRows {
+    package func query(_ sql: String, _ arguments: [SQLValue] = []) throws(StorageError) -> PostgresRows {
         statementsSent += 1
         let name = try preparedName(sql, parameterCount: arguments.count)
         var buffers: [[UInt8]?] = []
@@ -107,9 +93,9 @@ package final class PostgresConnection {
         for argument in arguments {
             switch argument {
             case .integer(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
-            case .double(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
+            case .real(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
             case .text(let value): buffers.append(Array(value.utf8) + [0]); formats.append(0)
-            case .bytes(let value): buffers.append(value); formats.append(1)
+            case .blob(let value): buffers.append(value); formats.append(1)
             case .null: buffers.append(nil); formats.append(0)
             }
         }

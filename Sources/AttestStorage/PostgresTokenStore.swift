@@ -97,7 +97,7 @@ package final class PostgresTokenStore: TokenStore {
 
     package func revokeToken(hash: [UInt8]) throws(StorageError) -> Bool {
         try transaction { connection throws(StorageError) -> Bool in
-            try connection.query("DELETE FROM tokens WHERE token_hash = $1", [.bytes(hash)]).changed == 1
+            try connection.query("DELETE FROM tokens WHERE token_hash = $1", [.blob(hash)]).changed == 1
         }
     }
 
@@ -105,10 +105,10 @@ package final class PostgresTokenStore: TokenStore {
         try transaction { connection throws(StorageError) -> Int? in
             guard
                 try connection.query(
-                    "UPDATE devices SET status = 'revoked', updated_at = $1 WHERE key_id = $2", [.integer(time), .bytes(keyID)]
+                    "UPDATE devices SET status = 'revoked', updated_at = $1 WHERE key_id = $2", [.integer(time), .blob(keyID)]
                 ).changed == 1
             else { return nil }
-            return try connection.query("DELETE FROM tokens WHERE key_id = $1", [.bytes(keyID)]).changed
+            return try connection.query("DELETE FROM tokens WHERE key_id = $1", [.blob(keyID)]).changed
         }
     }
 
@@ -133,7 +133,7 @@ package final class PostgresTokenStore: TokenStore {
     package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {
         try transaction(isolation: "REPEATABLE READ") { connection throws(StorageError) -> [DeviceSummary] in
             let devices = try connection.query(
-                "SELECT \(Self.deviceColumns) FROM devices WHERE client_id = $1 ORDER BY created_at, key_id", [.text(clientID)])
+                "SELECT \(StoredRows.deviceColumns) FROM devices WHERE client_id = $1 ORDER BY created_at, key_id", [.text(clientID)])
             let counts = try connection.query(
                 "SELECT key_id, count(*) FROM tokens WHERE client_id = $1 AND expires_at > $2 GROUP BY key_id",
                 [.text(clientID), .integer(time)])
@@ -149,7 +149,7 @@ package final class PostgresTokenStore: TokenStore {
     package func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int {
         try read { connection throws(StorageError) -> Int in
             Int(
-                try connection.query("SELECT count(*) FROM tokens WHERE key_id = $1 AND expires_at > $2", [.bytes(keyID), .integer(time)])
+                try connection.query("SELECT count(*) FROM tokens WHERE key_id = $1 AND expires_at > $2", [.blob(keyID), .integer(time)])
                     .int64(0, 0))
         }
     }
@@ -169,13 +169,13 @@ package final class PostgresTokenStore: TokenStore {
                 """
                 UPDATE devices SET receipt = $1, receipt_verdict = $2, receipt_type = $3, receipt_created_at = $4, receipt_expires_at = $5,
                     risk_metric = $6, receipt_refreshed_at = $7 WHERE key_id = $8
-                """, [.bytes(receipt)] + Self.values(state) + [.bytes(keyID)])
+                """, [.blob(receipt)] + StoredRows.values(state) + [.blob(keyID)])
         }
     }
 
     package func touchReceipt(keyID: [UInt8], at time: Int64) throws(StorageError) {
         try transaction { connection throws(StorageError) in
-            try connection.query("UPDATE devices SET receipt_refreshed_at = $1 WHERE key_id = $2", [.integer(time), .bytes(keyID)])
+            try connection.query("UPDATE devices SET receipt_refreshed_at = $1 WHERE key_id = $2", [.integer(time), .blob(keyID)])
         }
     }
 
@@ -186,7 +186,7 @@ package final class PostgresTokenStore: TokenStore {
                 """
                 INSERT INTO fraud_keys (client_id, key_id, sealed_key, created_at) VALUES ($1, $2, $3, $4)
                 ON CONFLICT (client_id) DO UPDATE SET key_id = excluded.key_id, sealed_key = excluded.sealed_key, created_at = excluded.created_at
-                """, [.text(clientID), .text(keyID), .bytes(sealedKey), .integer(time)])
+                """, [.text(clientID), .text(keyID), .blob(sealedKey), .integer(time)])
             return true
         }
     }
@@ -202,7 +202,7 @@ package final class PostgresTokenStore: TokenStore {
         try read { connection throws(StorageError) -> [DeviceRecord] in
             let rows = try connection.query(
                 """
-                SELECT \(Self.deviceColumns.split(separator: ",").map { "d." + $0.filter { $0 != " " } }.joined(separator: ", "))
+                SELECT \(StoredRows.deviceColumns.split(separator: ",").map { "d." + $0.filter { $0 != " " } }.joined(separator: ", "))
                 FROM devices d JOIN integrations i ON i.client_id = d.client_id JOIN fraud_keys f ON f.client_id = d.client_id
                 WHERE d.status = 'active' AND i.status = 'active' AND i.suspended_at IS NULL
                     AND coalesce(d.receipt_refreshed_at, d.created_at) <= $1
@@ -242,9 +242,9 @@ package final class PostgresTokenStore: TokenStore {
             for row in 0..<ids.count {
                 if let record = try Self.loadIntegration(connection, clientID: ids.string(row, 0) ?? "") { integrations.append(record) }
             }
-            let devices = try connection.query("SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, key_id")
+            let devices = try connection.query("SELECT \(StoredRows.deviceColumns) FROM devices ORDER BY created_at, key_id")
             let tokens = try connection.query(
-                "SELECT \(Self.tokenColumns) FROM tokens WHERE expires_at > $1 ORDER BY issued_at, token_hash", [.integer(time)])
+                "SELECT \(StoredRows.tokenColumns) FROM tokens WHERE expires_at > $1 ORDER BY issued_at, token_hash", [.integer(time)])
             return StoreSnapshot(
                 integrations: integrations, devices: (0..<devices.count).map { Self.device(devices, $0) },
                 tokens: (0..<tokens.count).map { Self.token(tokens, $0) })
@@ -261,14 +261,16 @@ package final class PostgresTokenStore: TokenStore {
             let existing = try connection.query("SELECT count(*) FROM integrations").int64(0, 0)
             guard existing == 0 else { throw .notEmpty("the target database holds \(existing) integrations already") }
             for integration in snapshot.integrations { try Self.insert(integration, into: connection) }
-            try Self.insertBatches(connection, table: "devices", columns: Self.deviceColumns, rows: snapshot.devices.map(Self.values))
-            try Self.insertBatches(connection, table: "tokens", columns: Self.tokenColumns, rows: snapshot.tokens.map(Self.values))
+            try Self.insertBatches(
+                connection, table: "devices", columns: StoredRows.deviceColumns, rows: snapshot.devices.map(StoredRows.values))
+            try Self.insertBatches(
+                connection, table: "tokens", columns: StoredRows.tokenColumns, rows: snapshot.tokens.map(StoredRows.values))
         }
     }
 
     /// Inserts `rows` with one multi-row INSERT per batch.
     private static func insertBatches(
-        _ connection: PostgresConnection, table: String, columns: String, rows: [[PostgresValue]]
+        _ connection: PostgresConnection, table: String, columns: String, rows: [[SQLValue]]
     ) throws(StorageError) {
         var start = 0
         while start < rows.count {
@@ -292,13 +294,13 @@ package final class PostgresTokenStore: TokenStore {
             // The row exists before it is locked, so two nodes' first takes serialise on it too.
             try connection.query(
                 "INSERT INTO rate_buckets (bucket, tokens, updated_at) VALUES ($1, $2, $3) ON CONFLICT (bucket) DO NOTHING",
-                [.text(bucket), .double(burst), .double(now)])
+                [.text(bucket), .real(burst), .real(now)])
             let rows = try connection.query("SELECT tokens, updated_at FROM rate_buckets WHERE bucket = $1 FOR UPDATE", [.text(bucket)])
             var state = TokenBucket(tokens: rows.double(0, 0), updatedAt: rows.double(0, 1))
             let wait = state.take(perSecond: perSecond, burst: burst, now: now)
             try connection.query(
                 "UPDATE rate_buckets SET tokens = $2, updated_at = $3 WHERE bucket = $1",
-                [.text(bucket), .double(state.tokens), .double(state.updatedAt)])
+                [.text(bucket), .real(state.tokens), .real(state.updatedAt)])
             return wait
         }
     }
@@ -341,11 +343,9 @@ package final class PostgresTokenStore: TokenStore {
 
     private static func consume(_ id: [UInt8], at time: Int64, in connection: PostgresConnection) throws(StorageError) -> Bool {
         try connection.query(
-            "UPDATE challenges SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL", [.integer(time), .bytes(id)]
+            "UPDATE challenges SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL", [.integer(time), .blob(id)]
         ).changed == 1
     }
-
-    private static let tokenColumns = "token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at"
 
     private static func token(_ rows: PostgresRows, _ row: Int) -> TokenRecord {
         TokenRecord(
@@ -353,36 +353,22 @@ package final class PostgresTokenStore: TokenStore {
             keyID: rows.bytes(row, 3) ?? [], scope: rows.string(row, 4) ?? "", issuedAt: rows.int64(row, 5), expiresAt: rows.int64(row, 6))
     }
 
-    private static func values(_ token: TokenRecord) -> [PostgresValue] {
-        [
-            .bytes(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .bytes(token.keyID), .text(token.scope),
-            .integer(token.issuedAt), .integer(token.expiresAt),
-        ]
-    }
+    /// Built once: prepared statements are cached by their text, and these run at every refresh and attestation.
+    private static let insertToken = "INSERT INTO tokens (\(StoredRows.tokenColumns)) VALUES (\(StoredRows.postgresPlaceholders(7)))"
+    private static let insertDevice =
+        "INSERT INTO devices (\(StoredRows.deviceColumns)) VALUES (\(StoredRows.postgresPlaceholders(17))) ON CONFLICT (key_id) DO NOTHING"
 
     private static func insert(_ token: TokenRecord, into connection: PostgresConnection) throws(StorageError) {
-        try connection.query("INSERT INTO tokens (\(tokenColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7)", values(token))
+        try connection.query(insertToken, StoredRows.values(token))
     }
 
     // MARK: Integrations
 
     private static func insert(_ integration: IntegrationRecord, into connection: PostgresConnection) throws(StorageError) {
+        let values = StoredRows.values(integration)
         try connection.query(
-            """
-            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at,
-                suspended_at, max_live_tokens_per_device, require_valid_receipt, max_risk_metric, max_new_keys_per_hour)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-            """,
-            [
-                .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
-                .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
-                .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
-                integration.suspendedAt.map { .integer($0) } ?? .null,
-                integration.maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
-                .integer(integration.policy.requireValidReceipt ? 1 : 0),
-                integration.policy.maxRiskMetric.map { .integer(Int64($0)) } ?? .null,
-                integration.policy.maxNewKeysPerHour.map { .integer(Int64($0)) } ?? .null,
-            ])
+            "INSERT INTO integrations (\(StoredRows.integrationInsertColumns)) VALUES (\(StoredRows.postgresPlaceholders(values.count)))",
+            values)
         for bundleID in integration.bundleIDs {
             try connection.query(
                 "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES ($1, $2)", [.text(integration.clientID), .text(bundleID)])
@@ -439,22 +425,22 @@ package final class PostgresTokenStore: TokenStore {
         try transaction { connection throws(StorageError) in
             try connection.query(
                 "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-                [.bytes(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
         }
     }
 
     package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
         try transaction { connection throws(StorageError) in
-            try connection.query("DELETE FROM challenges WHERE id = $1", [.bytes(id)])
+            try connection.query("DELETE FROM challenges WHERE id = $1", [.blob(id)])
             try connection.query(
                 "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-                [.bytes(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
         }
     }
 
     package func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState? {
         try read { connection throws(StorageError) -> ChallengeState? in
-            let rows = try connection.query("SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1", [.bytes(id)])
+            let rows = try connection.query("SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1", [.blob(id)])
             guard rows.count == 1 else { return nil }
             return ChallengeState(clientID: rows.string(0, 0) ?? "", expiresAt: rows.int64(0, 1), consumed: !rows.isNull(0, 2))
         }
@@ -480,22 +466,15 @@ package final class PostgresTokenStore: TokenStore {
             // A concurrent registration of the same key waits on the unique index and then
             // inserts nothing: the loser sees keyExists, never a constraint error.
             let inserted =
-                try connection.query(
-                    "INSERT INTO devices (\(Self.deviceColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
-                        + "ON CONFLICT (key_id) DO NOTHING", Self.values(device)
-                ).changed == 1
+                try connection.query(Self.insertDevice, StoredRows.values(device)).changed == 1
             guard inserted else {
-                let existing = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.bytes(device.keyID)])
+                let existing = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.blob(device.keyID)])
                 return .keyExists(DeviceStatus(rawValue: existing.count == 1 ? existing.string(0, 0) ?? "" : "") ?? .revoked)
             }
             try Self.insert(firstToken, into: connection)
             return .registered
         }
     }
-
-    private static let deviceColumns =
-        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id, "
-        + "receipt_verdict, receipt_type, receipt_created_at, receipt_expires_at, risk_metric, receipt_refreshed_at"
 
     private static func device(_ rows: PostgresRows, _ row: Int) -> DeviceRecord {
         DeviceRecord(
@@ -512,26 +491,9 @@ package final class PostgresTokenStore: TokenStore {
             })
     }
 
-    private static func values(_ device: DeviceRecord) -> [PostgresValue] {
-        [
-            .bytes(device.keyID), .text(device.clientID), .bytes(device.publicKey), .integer(Int64(device.counter)),
-            .text(device.environment), .bytes(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
-            .integer(device.updatedAt), .text(device.trustAnchor), device.appID.map { .text($0) } ?? .null,
-        ] + values(device.receiptState)
-    }
-
-    private static func values(_ state: ReceiptState?) -> [PostgresValue] {
-        guard let state else { return [.null, .null, .null, .null, .null, .null] }
-        return [
-            .text(state.verdict), state.type.map { .text($0) } ?? .null, state.createdAt.map { .integer($0) } ?? .null,
-            state.expiresAt.map { .integer($0) } ?? .null, state.riskMetric.map { .integer(Int64($0)) } ?? .null,
-            state.refreshedAt.map { .integer($0) } ?? .null,
-        ]
-    }
-
     package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
         try read { connection throws(StorageError) -> DeviceRecord? in
-            let rows = try connection.query("SELECT \(Self.deviceColumns) FROM devices WHERE key_id = $1", [.bytes(keyID)])
+            let rows = try connection.query("SELECT \(StoredRows.deviceColumns) FROM devices WHERE key_id = $1", [.blob(keyID)])
             return rows.count == 1 ? Self.device(rows, 0) : nil
         }
     }
@@ -548,14 +510,14 @@ package final class PostgresTokenStore: TokenStore {
             case .suspended: return .integrationSuspended
             case .revoked, .missing: return .integrationRevoked
             }
-            let status = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.bytes(keyID)])
+            let status = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.blob(keyID)])
             guard status.count == 1, status.string(0, 0) == "active" else { return .deviceBlocked }
             // Compare-and-set on the value the assertion was verified against: of two nodes racing
             // with the same counter, the second waits for the first's commit, re-reads the row, and
             // no longer matches.
             let changed = try connection.query(
                 "UPDATE devices SET counter = $1, updated_at = $2 WHERE key_id = $3 AND counter = $4 AND status = 'active'",
-                [.integer(Int64(counter)), .integer(time), .bytes(keyID), .integer(Int64(previous))]
+                [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))]
             ).changed
             guard changed == 1 else { return .counterChanged }
             try Self.insert(token, into: connection)
@@ -564,7 +526,7 @@ package final class PostgresTokenStore: TokenStore {
                     """
                     DELETE FROM tokens WHERE key_id = $1 AND token_hash NOT IN
                         (SELECT token_hash FROM tokens WHERE key_id = $1 ORDER BY issued_at DESC, token_hash DESC LIMIT $2)
-                    """, [.bytes(keyID), .integer(Int64(keepingLatest))])
+                    """, [.blob(keyID), .integer(Int64(keepingLatest))])
             }
             return .advanced
         }
@@ -580,7 +542,7 @@ package final class PostgresTokenStore: TokenStore {
                 JOIN devices d ON d.key_id = t.key_id
                 WHERE t.token_hash = $1 AND t.expires_at > $2 AND i.status = 'active' AND i.suspended_at IS NULL
                     AND d.status = 'active'
-                """, [.bytes(hash), .integer(time)])
+                """, [.blob(hash), .integer(time)])
             return rows.count == 1 ? Self.token(rows, 0) : nil
         }
     }
@@ -590,7 +552,7 @@ package final class PostgresTokenStore: TokenStore {
             let tokens = try connection.query("DELETE FROM tokens WHERE expires_at <= $1", [.integer(time)]).changed
             let challenges = try connection.query("DELETE FROM challenges WHERE expires_at <= $1", [.integer(time)]).changed
             // A bucket untouched for a day is full again: forgetting it changes nothing.
-            try connection.query("DELETE FROM rate_buckets WHERE updated_at < $1", [.double(Double(time) - 86_400)])
+            try connection.query("DELETE FROM rate_buckets WHERE updated_at < $1", [.real(Double(time) - 86_400)])
             return tokens + challenges
         }
     }

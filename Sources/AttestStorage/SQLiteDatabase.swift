@@ -115,7 +115,7 @@ package final class SQLiteDatabase {
     }
 
     /// Runs one statement with `arguments` bound to its parameters 1...n, discarding any rows.
-    package func execute(_ sql: String, arguments: [SQLiteValue]) throws(StorageError) {
+    package func execute(_ sql: String, arguments: [SQLValue]) throws(StorageError) {
         let statement = try prepare(sql)
         try statement.bind(arguments)
         try statement.run()

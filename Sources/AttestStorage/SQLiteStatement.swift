@@ -86,8 +86,8 @@ package final class SQLiteStatement {
         try check(sqlite3_bind_null(handle, position), "bind null")
     }
 
-    /// Binds any `SQLiteValue` to the 1-based parameter `index`.
-    package func bind(_ value: SQLiteValue, at index: Int) throws(StorageError) {
+    /// Binds any `SQLValue` to the 1-based parameter `index`.
+    package func bind(_ value: SQLValue, at index: Int) throws(StorageError) {
         switch value {
         case .integer(let integer): try bind(integer, at: index)
         case .real(let real): try bind(real, at: index)
@@ -98,7 +98,7 @@ package final class SQLiteStatement {
     }
 
     /// Resets the statement and binds `values` to parameters 1...n; the count must match exactly.
-    package func bind(_ values: [SQLiteValue]) throws(StorageError) {
+    package func bind(_ values: [SQLValue]) throws(StorageError) {
         guard values.count == parameterCount else {
             throw .misuse("statement takes \(parameterCount) parameters, \(values.count) given")
         }
@@ -194,7 +194,7 @@ package final class SQLiteStatement {
     }
 
     /// The column's value with its stored type.
-    package func value(at column: Int) -> SQLiteValue {
+    package func value(at column: Int) -> SQLValue {
         let position = columnIndex(column)
         switch sqlite3_column_type(handle, position) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, position))

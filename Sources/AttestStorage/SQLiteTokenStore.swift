@@ -99,7 +99,7 @@ package final class SQLiteTokenStore: TokenStore {
     }
 
     private static func rows<T>(
-        _ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLiteValue], _ row: (SQLiteStatement) -> T
+        _ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLValue], _ row: (SQLiteStatement) -> T
     ) throws(StorageError) -> [T] {
         let statement = try database.cachedStatement(sql)
         try statement.bind(arguments)
@@ -110,7 +110,7 @@ package final class SQLiteTokenStore: TokenStore {
 
     /// Runs one cached statement with `arguments`; returns the number of rows it changed.
     @discardableResult
-    private static func run(_ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLiteValue]) throws(StorageError) -> Int {
+    private static func run(_ database: SQLiteDatabase, _ sql: String, _ arguments: [SQLValue]) throws(StorageError) -> Int {
         let statement = try database.cachedStatement(sql)
         try statement.bind(arguments)
         try statement.run()
@@ -158,36 +158,22 @@ package final class SQLiteTokenStore: TokenStore {
             keyID: row.blob(at: 3) ?? [], scope: row.string(at: 4) ?? "", issuedAt: row.int64(at: 5), expiresAt: row.int64(at: 6))
     }
 
+    /// Built once: statements are cached by their text, and this one runs at every refresh.
+    private static let insertToken = "INSERT INTO tokens (\(StoredRows.tokenColumns)) VALUES (\(StoredRows.sqlitePlaceholders(7)))"
+    private static let insertDevice = "INSERT INTO devices (\(StoredRows.deviceColumns)) VALUES (\(StoredRows.sqlitePlaceholders(17)))"
+
     private static func insert(_ token: TokenRecord, into database: SQLiteDatabase) throws(StorageError) {
-        try Self.run(
-            database,
-            "INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                .blob(token.tokenHash), .text(token.clientID), .text(token.workspaceID), .blob(token.keyID), .text(token.scope),
-                .integer(token.issuedAt), .integer(token.expiresAt),
-            ])
+        try Self.run(database, insertToken, StoredRows.values(token))
     }
 
     // MARK: Integrations
 
     private static func insert(_ integration: IntegrationRecord, into database: SQLiteDatabase) throws(StorageError) {
+        let values = StoredRows.values(integration)
         try Self.run(
             database,
-            """
-            INSERT INTO integrations (client_id, workspace_id, name, team_id, status, allowed_environments, created_at, revoked_at,
-                suspended_at, max_live_tokens_per_device, require_valid_receipt, max_risk_metric, max_new_keys_per_hour)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [
-                .text(integration.clientID), .text(integration.workspaceID), .text(integration.name), .text(integration.teamID),
-                .text(integration.status.rawValue), .text(integration.environments.sorted().joined(separator: ",")),
-                .integer(integration.createdAt), integration.revokedAt.map { .integer($0) } ?? .null,
-                integration.suspendedAt.map { .integer($0) } ?? .null,
-                integration.maxLiveTokensPerDevice.map { .integer(Int64($0)) } ?? .null,
-                .integer(integration.policy.requireValidReceipt ? 1 : 0),
-                integration.policy.maxRiskMetric.map { .integer(Int64($0)) } ?? .null,
-                integration.policy.maxNewKeysPerHour.map { .integer(Int64($0)) } ?? .null,
-            ])
+            "INSERT INTO integrations (\(StoredRows.integrationInsertColumns)) VALUES (\(StoredRows.sqlitePlaceholders(values.count)))",
+            values)
         for bundleID in integration.bundleIDs {
             try Self.run(
                 database, "INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)",
@@ -295,10 +281,6 @@ package final class SQLiteTokenStore: TokenStore {
         }
     }
 
-    private static let deviceColumns =
-        "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at, trust_anchor, app_id, "
-        + "receipt_verdict, receipt_type, receipt_created_at, receipt_expires_at, risk_metric, receipt_refreshed_at"
-
     private static func device(_ row: SQLiteStatement) -> DeviceRecord {
         DeviceRecord(
             keyID: row.blob(at: 0) ?? [], clientID: row.string(at: 1) ?? "", publicKey: row.blob(at: 2) ?? [],
@@ -314,27 +296,12 @@ package final class SQLiteTokenStore: TokenStore {
     }
 
     private static func insert(_ device: DeviceRecord, into database: SQLiteDatabase) throws(StorageError) {
-        try Self.run(
-            database, "INSERT INTO devices (\(deviceColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                .blob(device.keyID), .text(device.clientID), .blob(device.publicKey), .integer(Int64(device.counter)),
-                .text(device.environment), .blob(device.receipt), .text(device.status.rawValue), .integer(device.createdAt),
-                .integer(device.updatedAt), .text(device.trustAnchor), device.appID.map { .text($0) } ?? .null,
-            ] + Self.values(device.receiptState))
-    }
-
-    private static func values(_ state: ReceiptState?) -> [SQLiteValue] {
-        guard let state else { return [.null, .null, .null, .null, .null, .null] }
-        return [
-            .text(state.verdict), state.type.map { .text($0) } ?? .null, state.createdAt.map { .integer($0) } ?? .null,
-            state.expiresAt.map { .integer($0) } ?? .null, state.riskMetric.map { .integer(Int64($0)) } ?? .null,
-            state.refreshedAt.map { .integer($0) } ?? .null,
-        ]
+        try Self.run(database, insertDevice, StoredRows.values(device))
     }
 
     package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
         try read { database throws(StorageError) in
-            try Self.rows(database, "SELECT \(Self.deviceColumns) FROM devices WHERE key_id = ?", [.blob(keyID)], Self.device).first
+            try Self.rows(database, "SELECT \(StoredRows.deviceColumns) FROM devices WHERE key_id = ?", [.blob(keyID)], Self.device).first
         }
     }
 
@@ -449,7 +416,8 @@ package final class SQLiteTokenStore: TokenStore {
     package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {
         try read { database throws(StorageError) -> [DeviceSummary] in
             let devices = try Self.rows(
-                database, "SELECT \(Self.deviceColumns) FROM devices WHERE client_id = ? ORDER BY created_at, key_id", [.text(clientID)],
+                database, "SELECT \(StoredRows.deviceColumns) FROM devices WHERE client_id = ? ORDER BY created_at, key_id",
+                [.text(clientID)],
                 Self.device)
             let counts = try Self.rows(
                 database, "SELECT key_id, count(*) FROM tokens WHERE client_id = ? AND expires_at > ? GROUP BY key_id",
@@ -485,7 +453,7 @@ package final class SQLiteTokenStore: TokenStore {
                 """
                 UPDATE devices SET receipt = ?, receipt_verdict = ?, receipt_type = ?, receipt_created_at = ?, receipt_expires_at = ?,
                     risk_metric = ?, receipt_refreshed_at = ? WHERE key_id = ?
-                """, [.blob(receipt)] + Self.values(state) + [.blob(keyID)])
+                """, [.blob(receipt)] + StoredRows.values(state) + [.blob(keyID)])
         }
     }
 
@@ -518,7 +486,7 @@ package final class SQLiteTokenStore: TokenStore {
             try Self.rows(
                 database,
                 """
-                SELECT \(Self.deviceColumns.split(separator: ",").map { "d." + $0.filter { $0 != " " } }.joined(separator: ", "))
+                SELECT \(StoredRows.deviceColumns.split(separator: ",").map { "d." + $0.filter { $0 != " " } }.joined(separator: ", "))
                 FROM devices d JOIN integrations i ON i.client_id = d.client_id JOIN fraud_keys f ON f.client_id = d.client_id
                 WHERE d.status = 'active' AND i.status = 'active' AND i.suspended_at IS NULL
                     AND coalesce(d.receipt_refreshed_at, d.created_at) <= ?
@@ -558,7 +526,8 @@ package final class SQLiteTokenStore: TokenStore {
             for id in ids {
                 if let record = try Self.loadIntegration(database, clientID: id) { integrations.append(record) }
             }
-            let devices = try Self.rows(database, "SELECT \(Self.deviceColumns) FROM devices ORDER BY created_at, key_id", [], Self.device)
+            let devices = try Self.rows(
+                database, "SELECT \(StoredRows.deviceColumns) FROM devices ORDER BY created_at, key_id", [], Self.device)
             let tokens = try Self.rows(
                 database,
                 """

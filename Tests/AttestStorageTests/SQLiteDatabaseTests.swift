@@ -34,10 +34,10 @@ struct SQLiteDatabaseTests {
     @Test(
         "every value type round-trips through binding and reading",
         arguments: [
-            SQLiteValue.integer(0), .integer(.min), .integer(.max), .real(-0.5), .real(1e300),
+            SQLValue.integer(0), .integer(.min), .integer(.max), .real(-0.5), .real(1e300),
             .text(""), .text("héllo, 世界"), .text("nul\u{0}inside"), .blob([]), .blob([0, 1, 0xFF]), .null,
         ])
-    func roundTrip(value: SQLiteValue) throws {
+    func roundTrip(value: SQLValue) throws {
         let directory = try TemporaryDirectory()
         let database = try SQLiteDatabase(path: directory.path("db.sqlite"))
         try database.immediateTransaction {
@@ -210,7 +210,7 @@ struct SQLiteDatabaseTests {
             try database.execute("CREATE TABLE t (secret TEXT PRIMARY KEY, n INTEGER) STRICT")
             try database.execute("INSERT INTO t VALUES (?, 1)", arguments: [.text("hunter2-token")])
         }
-        let attempts: [(String, [SQLiteValue])] = [
+        let attempts: [(String, [SQLValue])] = [
             ("INSERT INTO t VALUES (?, 1)", [.text("hunter2-token")]),  // UNIQUE
             ("INSERT INTO t VALUES ('x', ?)", [.text("hunter2-token")]),  // STRICT type
         ]

@@ -19,7 +19,7 @@ final class TemporaryDirectory {
 
 extension SQLiteDatabase {
     /// The first column of the first row of `sql`, or nil when there is no row.
-    func scalar(_ sql: String, _ arguments: [SQLiteValue] = []) throws -> SQLiteValue? {
+    func scalar(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLValue? {
         let statement = try prepare(sql)
         try statement.bind(arguments)
         return try statement.step() ? statement.value(at: 0) : nil
