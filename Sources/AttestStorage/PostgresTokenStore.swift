@@ -318,14 +318,18 @@ package final class PostgresTokenStore: TokenStore {
         "client_id, workspace_id, name, team_id, allowed_environments, status, created_at, revoked_at, suspended_at, "
         + "max_live_tokens_per_device::bigint, require_valid_receipt::bigint, max_risk_metric::bigint, max_new_keys_per_hour::bigint"
 
+    /// The integration and its bundle IDs in one statement (one round trip, one snapshot: no
+    /// transaction needed). Bundle IDs never contain a comma (`AppID.isValidBundleID`).
+    private static let selectIntegration =
+        "SELECT \(integrationColumns), (SELECT string_agg(b.bundle_id, ',' ORDER BY b.bundle_id) FROM integration_bundle_ids b "
+        + "WHERE b.client_id = integrations.client_id) FROM integrations WHERE client_id = $1"
+
     private static func loadIntegration(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationRecord? {
-        let bundles = try connection.query(
-            "SELECT bundle_id FROM integration_bundle_ids WHERE client_id = $1 ORDER BY bundle_id", [.text(clientID)])
-        let rows = try connection.query("SELECT \(integrationColumns) FROM integrations WHERE client_id = $1", [.text(clientID)])
+        let rows = try connection.query(selectIntegration, [.text(clientID)])
         guard rows.count == 1 else { return nil }
         return IntegrationRecord(
             clientID: rows.string(0, 0) ?? "", workspaceID: rows.string(0, 1) ?? "", name: rows.string(0, 2) ?? "",
-            teamID: rows.string(0, 3) ?? "", bundleIDs: (0..<bundles.count).map { bundles.string($0, 0) ?? "" },
+            teamID: rows.string(0, 3) ?? "", bundleIDs: (rows.string(0, 13) ?? "").split(separator: ",").map(String.init),
             environments: (rows.string(0, 4) ?? "").split(separator: ",").map(String.init),
             status: IntegrationStatus(rawValue: rows.string(0, 5) ?? "") ?? .revoked, createdAt: rows.int64(0, 6),
             revokedAt: rows.isNull(0, 7) ? nil : rows.int64(0, 7), suspendedAt: rows.isNull(0, 8) ? nil : rows.int64(0, 8),
@@ -380,7 +384,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func integration(clientID: String) throws(StorageError) -> IntegrationRecord? {
-        try transaction { connection throws(StorageError) in try Self.loadIntegration(connection, clientID: clientID) }
+        try read { connection throws(StorageError) in try Self.loadIntegration(connection, clientID: clientID) }
     }
 
     package func integrations() throws(StorageError) -> [IntegrationRecord] {
