@@ -45,10 +45,17 @@ enum IncidentCommands {
         }
     }
 
-    static func runBlockDevice(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let text = options.positionals[0]
+    /// A device's KEY_ID argument: the 32-byte key ID as 64 hex digits (as `device list` prints it) or
+    /// standard base64 (as the app sends it). Shared by `device block` and `device show`.
+    static func keyID(_ text: String) throws(UsageError) -> [UInt8] {
         guard let keyID = Hex.decode(text).flatMap({ $0.count == 32 ? $0 : nil }) ?? Base64Text.decode(text, .standard), keyID.count == 32
         else { throw UsageError(message: "KEY_ID takes the 32-byte key ID as standard base64 (as the app sends it) or 64 hex digits") }
+        return keyID
+    }
+
+    static func runBlockDevice(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let text = options.positionals[0]
+        let keyID = try keyID(text)
         guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
         do {
             guard let tokens = try IntegrationCommands.admin(store, io, options).blockDevice(keyID: keyID) else {

@@ -123,8 +123,7 @@ enum PolicyCommands {
 
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let text = options.positionals[0]
-        guard let keyID = Hex.decode(text).flatMap({ $0.count == 32 ? $0 : nil }) ?? Base64Text.decode(text, .standard), keyID.count == 32
-        else { throw UsageError(message: "KEY_ID takes the 32-byte key ID as standard base64 or 64 hex digits") }
+        let keyID = try IncidentCommands.keyID(text)
         guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
         do {
             guard let device = try IntegrationCommands.admin(store, io, options).device(keyID: keyID) else {

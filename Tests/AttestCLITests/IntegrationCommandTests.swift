@@ -259,6 +259,14 @@ struct IntegrationCommandTests {
         #expect(show.run(["device", "show", Hex.encode(keyID), "--db", database, "--json"]) == 0)
         #expect(show.json["status"] as? String == "active")
         #expect(Console().run(["device", "show", String(repeating: "00", count: 32), "--db", database]) == 1)
+        // A malformed KEY_ID is a usage error (exit 64) for both commands that take one, whatever the database.
+        for command in [["device", "show"], ["device", "block"]] {
+            for malformed in [String(repeating: "00", count: 31), "not-base64!", Data(repeating: 1, count: 31).base64EncodedString()] {
+                let console = Console()
+                #expect(console.run(command + [malformed, "--db", database]) == 64)
+                #expect(console.err.withLock { $0.contains("KEY_ID takes the 32-byte key ID") })
+            }
+        }
     }
 
     @Test("check reads the whole database: ok for a sound one")
