@@ -40,7 +40,7 @@ package final class Server: Sendable {
         do {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
             store = try TokenStores.open(
-                configuration.database, connections: configuration.threads ?? HTTPServer.Configuration.activeCoreCount,
+                configuration.database, connections: configuration.workerThreads,
                 busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
         } catch {
             throw StartupError(
@@ -130,7 +130,7 @@ package final class Server: Sendable {
         var httpConfiguration = HTTPServer.Configuration(
             host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
-        if let threads = configuration.threads { httpConfiguration.threads = threads }
+        httpConfiguration.threads = configuration.workerThreads
         let refusals = RefusalLog(logger: logger)
         httpConfiguration.onRefusal = { address in
             metrics.recordRefusedConnection()

@@ -1,3 +1,4 @@
+import AttestHTTPServer
 package import AttestOptions
 package import AttestService
 package import AttestStorage
@@ -11,10 +12,23 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var database = StoreLocation.sqlite(path: "attestd.sqlite")
     package var gatewaySecretFile: String?
     package var trustAnchorFile: String?
+    /// `--threads`; nil means the default of `workerThreads`.
     package var threads: Int?
     /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
     /// Only from the command line (no environment variable), and only on a loopback address.
     package var insecureTestMode = false
+
+    /// HTTP worker threads, and so PostgreSQL connections per node: `--threads`, or by default
+    /// the number of cores on SQLite and twice that on PostgreSQL, where a worker spends much of
+    /// a request waiting for a round trip to the server and the cores would otherwise sit idle
+    /// (docs/BENCHMARKS.md measures both).
+    package var workerThreads: Int {
+        if let threads { return threads }
+        switch database {
+        case .sqlite: return HTTPServer.Configuration.activeCoreCount
+        case .postgresql: return 2 * HTTPServer.Configuration.activeCoreCount
+        }
+    }
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
     /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
     /// 32 of 4,096: it takes 128 addresses to fill the server.
@@ -105,7 +119,9 @@ package struct ServerConfiguration: Sendable, Equatable {
             "trust-anchor", environment: nil, value: "PEM",
             help: "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"
         ) { configuration, value in configuration.trustAnchorFile = value },
-        Setting("threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: number of cores)") {
+        Setting(
+            "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; twice that on PostgreSQL)"
+        ) {
             configuration, text throws(UsageError) in
             guard let count = Int(text), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }
             configuration.threads = count

@@ -9,6 +9,11 @@
 /// (which updates the row) and never deadlock with it. A deadlock or serialization failure is
 /// retried; nothing is cached between requests, so a change committed by another node or by
 /// `attestctl` is seen by the next request.
+///
+/// Round trips are the cost on this path, so the hot writes take one each: a single statement
+/// runs as its own transaction (`write`), and a refresh's transaction runs server-side as the
+/// function `attestd_refresh` of migration 0006, whose header says how its steps match the SQLite
+/// store's.
 package final class PostgresTokenStore: TokenStore {
     private let pool: PostgresPool
     /// The connection settings (the URI may hold a password: log `settings.redactedURI`).
@@ -58,21 +63,28 @@ package final class PostgresTokenStore: TokenStore {
     private func transaction<T>(
         isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws(StorageError) -> T
     ) throws(StorageError) -> T {
+        try retryingConflicts { () throws(StorageError) -> T in
+            try pool.withConnection { connection throws(StorageError) -> T in
+                try connection.execute("BEGIN ISOLATION LEVEL \(isolation)")
+                do throws(StorageError) {
+                    let value = try body(connection)
+                    try connection.execute("COMMIT")
+                    return value
+                } catch {
+                    if connection.isHealthy { try? connection.execute("ROLLBACK") }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Runs `work` (one transaction) again when it lost to a deadlock or serialization failure.
+    private func retryingConflicts<T>(_ work: () throws(StorageError) -> T) throws(StorageError) -> T {
         var attempt = 0
         while true {
             attempt += 1
             do throws(StorageError) {
-                return try pool.withConnection { connection throws(StorageError) -> T in
-                    try connection.execute("BEGIN ISOLATION LEVEL \(isolation)")
-                    do throws(StorageError) {
-                        let value = try body(connection)
-                        try connection.execute("COMMIT")
-                        return value
-                    } catch {
-                        if connection.isHealthy { try? connection.execute("ROLLBACK") }
-                        throw error
-                    }
-                }
+                return try work()
             } catch  where error.code == .conflict && attempt <= Self.conflictRetries {
                 continue
             }
@@ -82,6 +94,13 @@ package final class PostgresTokenStore: TokenStore {
     /// Runs one read outside a transaction (autocommit sees the last committed state).
     private func read<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
         try pool.withConnection(body)
+    }
+
+    /// Runs one writing statement as its own transaction (autocommit): one round trip where
+    /// BEGIN and COMMIT around it would cost three. Retried on `conflict` like a transaction.
+    @discardableResult
+    private func write<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
+        try retryingConflicts { () throws(StorageError) -> T in try pool.withConnection(body) }
     }
 
     package func setSuspended(clientID: String, at time: Int64?) throws(StorageError) -> Bool? {
@@ -96,7 +115,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func revokeToken(hash: [UInt8]) throws(StorageError) -> Bool {
-        try transaction { connection throws(StorageError) -> Bool in
+        try write { connection throws(StorageError) -> Bool in
             try connection.query("DELETE FROM tokens WHERE token_hash = $1", [.blob(hash)]).changed == 1
         }
     }
@@ -113,7 +132,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func updatePolicy(clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?) throws(StorageError) -> Bool? {
-        try transaction { connection throws(StorageError) -> Bool? in
+        try write { connection throws(StorageError) -> Bool? in
             let changed = try connection.query(
                 """
                 UPDATE integrations SET require_valid_receipt = $1, max_risk_metric = $2, max_new_keys_per_hour = $3,
@@ -164,7 +183,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func updateReceipt(keyID: [UInt8], receipt: [UInt8], state: ReceiptState) throws(StorageError) {
-        try transaction { connection throws(StorageError) in
+        try write { connection throws(StorageError) in
             try connection.query(
                 """
                 UPDATE devices SET receipt = $1, receipt_verdict = $2, receipt_type = $3, receipt_created_at = $4, receipt_expires_at = $5,
@@ -174,7 +193,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func touchReceipt(keyID: [UInt8], at time: Int64) throws(StorageError) {
-        try transaction { connection throws(StorageError) in
+        try write { connection throws(StorageError) in
             try connection.query("UPDATE devices SET receipt_refreshed_at = $1 WHERE key_id = $2", [.integer(time), .blob(keyID)])
         }
     }
@@ -213,7 +232,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func appendAudit(_ entry: AuditEntry) throws(StorageError) {
-        try transaction { connection throws(StorageError) in
+        try write { connection throws(StorageError) in
             try connection.query(
                 "INSERT INTO audit_log (at, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)",
                 [.integer(entry.at), .text(entry.actor), .text(entry.action), .text(entry.target), .text(entry.detail)])
@@ -426,7 +445,7 @@ package final class PostgresTokenStore: TokenStore {
     // MARK: Challenges
 
     package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
-        try transaction { connection throws(StorageError) in
+        try write { connection throws(StorageError) in
             try connection.query(
                 "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
                 [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
@@ -451,7 +470,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> Bool {
-        try transaction { connection throws(StorageError) -> Bool in try Self.consume(id, at: time, in: connection) }
+        try write { connection throws(StorageError) -> Bool in try Self.consume(id, at: time, in: connection) }
     }
 
     // MARK: Devices and tokens
@@ -502,37 +521,30 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
+    /// One round trip: the function of migration 0006 runs the steps of the SQLite store's
+    /// refresh transaction (lock the integration, consume the challenge, check the device,
+    /// compare-and-set the counter, insert the token) as one statement, so as one transaction.
     package func advanceCounter(
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
         consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance {
-        try transaction { connection throws(StorageError) -> CounterAdvance in
-            let state = try Self.lockState(connection, clientID: token.clientID)
-            guard try Self.consume(challengeID, at: time, in: connection) else { return .challengeUsed }
-            switch state {
-            case .active: break
-            case .suspended: return .integrationSuspended
-            case .revoked, .missing: return .integrationRevoked
-            }
-            let status = try connection.query("SELECT status FROM devices WHERE key_id = $1", [.blob(keyID)])
-            guard status.count == 1, status.string(0, 0) == "active" else { return .deviceBlocked }
-            // Compare-and-set on the value the assertion was verified against: of two nodes racing
-            // with the same counter, the second waits for the first's commit, re-reads the row, and
-            // no longer matches.
-            let changed = try connection.query(
-                "UPDATE devices SET counter = $1, updated_at = $2 WHERE key_id = $3 AND counter = $4 AND status = 'active'",
-                [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))]
-            ).changed
-            guard changed == 1 else { return .counterChanged }
-            try Self.insert(token, into: connection)
-            if let keepingLatest {
-                try connection.query(
-                    """
-                    DELETE FROM tokens WHERE key_id = $1 AND token_hash NOT IN
-                        (SELECT token_hash FROM tokens WHERE key_id = $1 ORDER BY issued_at DESC, token_hash DESC LIMIT $2)
-                    """, [.blob(keyID), .integer(Int64(keepingLatest))])
-            }
-            return .advanced
+        let rows = try write { connection throws(StorageError) in
+            try connection.query(
+                "SELECT attestd_refresh($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                [
+                    .blob(keyID), .integer(Int64(previous)), .integer(Int64(counter)), .integer(time), .blob(challengeID),
+                    keepingLatest.map { .integer(Int64($0)) } ?? .null, .blob(token.tokenHash), .text(token.clientID),
+                    .text(token.workspaceID), .text(token.scope), .integer(token.issuedAt), .integer(token.expiresAt),
+                ])
+        }
+        switch rows.count == 1 ? rows.string(0, 0) : nil {
+        case "advanced"?: return .advanced
+        case "challenge_used"?: return .challengeUsed
+        case "integration_revoked"?: return .integrationRevoked
+        case "integration_suspended"?: return .integrationSuspended
+        case "device_blocked"?: return .deviceBlocked
+        case "counter_changed"?: return .counterChanged
+        case let other: throw .statementFailed("attestd_refresh answered \(other.map { "'\($0)'" } ?? "no row"), not an outcome")
         }
     }
 

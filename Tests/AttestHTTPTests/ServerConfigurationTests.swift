@@ -1,4 +1,5 @@
 import AttestHTTP
+import AttestHTTPServer
 import AttestService
 import Foundation
 import Testing
@@ -13,6 +14,16 @@ struct ServerConfigurationTests {
         #expect(configuration.database == .sqlite(path: "attestd.sqlite"))
         #expect(configuration.gatewaySecretFile == nil)
         #expect(configuration.trustAnchorFile == nil)
+    }
+
+    @Test("worker threads (and PostgreSQL connections) default to the cores on SQLite, twice that on PostgreSQL; --threads wins")
+    func workerThreads() throws {
+        let cores = HTTPServer.Configuration.activeCoreCount
+        #expect(try ServerConfiguration.parse([], environment: [:]).workerThreads == cores)
+        let postgres = ["--db", "postgresql://attestd@127.0.0.1:5432/attestd"]
+        #expect(try ServerConfiguration.parse(postgres, environment: [:]).workerThreads == 2 * cores)
+        #expect(try ServerConfiguration.parse(postgres + ["--threads", "3"], environment: [:]).workerThreads == 3)
+        #expect(try ServerConfiguration.parse(["--threads", "5"], environment: [:]).workerThreads == 5)
     }
 
     @Test("reads the environment, and flags win over it")
