@@ -19,14 +19,14 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var insecureTestMode = false
 
     /// HTTP worker threads, and so PostgreSQL connections per node: `--threads`, or by default
-    /// the number of cores on SQLite and twice that on PostgreSQL, where a worker spends much of
-    /// a request waiting for a round trip to the server and the cores would otherwise sit idle
-    /// (docs/BENCHMARKS.md measures both).
+    /// the number of cores on SQLite and four times that on PostgreSQL, where a worker spends
+    /// much of a request waiting for a round trip to the server and the cores would otherwise sit
+    /// idle (docs/BENCHMARKS.md measures both).
     package var workerThreads: Int {
         if let threads { return threads }
         switch database {
         case .sqlite: return HTTPServer.Configuration.activeCoreCount
-        case .postgresql: return 2 * HTTPServer.Configuration.activeCoreCount
+        case .postgresql: return 4 * HTTPServer.Configuration.activeCoreCount
         }
     }
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
@@ -120,7 +120,7 @@ package struct ServerConfiguration: Sendable, Equatable {
             help: "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"
         ) { configuration, value in configuration.trustAnchorFile = value },
         Setting(
-            "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; twice that on PostgreSQL)"
+            "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; 4 x cores on PostgreSQL)"
         ) {
             configuration, text throws(UsageError) in
             guard let count = Int(text), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }

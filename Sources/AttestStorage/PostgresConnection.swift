@@ -33,6 +33,16 @@ package struct PostgresRows: Sendable {
 
     /// Whether the cell is SQL NULL.
     package func isNull(_ row: Int, _ column: Int) -> Bool { cells[row][column] == nil }
+
+    /// A one-dimensional `BYTEA[]` in PostgreSQL's binary array format, to bind as a binary
+    /// parameter: dimensions, flags (no NULLs), element type 17 (bytea), length and lower bound
+    /// 1, then each element's length and bytes; every integer 4 bytes big-endian.
+    package static func byteaArray(_ elements: [[UInt8]]) -> [UInt8] {
+        func int32(_ value: Int) -> [UInt8] { withUnsafeBytes(of: Int32(value).bigEndian, Array.init) }
+        var bytes = int32(1) + int32(0) + int32(17) + int32(elements.count) + int32(1)
+        for element in elements { bytes += int32(element.count) + element }
+        return bytes
+    }
 }
 
 /// One PostgreSQL connection: the only owner of its `PGconn*`, finished in `deinit`.

@@ -16,14 +16,16 @@
 /// store's.
 package final class PostgresTokenStore: TokenStore {
     private let pool: PostgresPool
+    /// Every authorize and introspect goes through it: concurrent lookups share a statement.
+    private let lookups: PostgresTokenLookups
     /// The connection settings (the URI may hold a password: log `settings.redactedURI`).
     package var settings: PostgresSettings { pool.settings }
 
     /// Connects, then applies the embedded migrations under the advisory lock. Throws
     /// `unavailable` when the server cannot be reached, `migrationUnknown` when a newer binary
     /// migrated the database: the caller must refuse to start.
-    package init(settings: PostgresSettings, migrateAt time: Int64) throws(StorageError) {
-        pool = PostgresPool(settings: settings)
+    package convenience init(settings: PostgresSettings, migrateAt time: Int64) throws(StorageError) {
+        self.init(unconnected: settings)
         try migrate(at: time)
     }
 
@@ -35,14 +37,24 @@ package final class PostgresTokenStore: TokenStore {
 
     /// Opens the store without migrating (attestctl): `schemaBehind` or `migrationUnknown` when
     /// the schema is not exactly this binary's; `unavailable` when the server does not answer.
-    package init(existing settings: PostgresSettings) throws(StorageError) {
-        pool = PostgresPool(settings: settings)
+    package convenience init(existing settings: PostgresSettings) throws(StorageError) {
+        self.init(unconnected: settings)
         try pool.withConnection { connection throws(StorageError) in try PostgresMigrator().requireCurrent(connection) }
     }
 
     /// Makes the store without connecting: the first call connects (tests of an unreachable server).
     package init(unconnected settings: PostgresSettings) {
-        pool = PostgresPool(settings: settings)
+        let pool = PostgresPool(settings: settings)
+        self.pool = pool
+        // A quarter of the connections (one per core with the default --threads) for token
+        // lookups: fewer statements in flight make larger groups, and the rest stay free for
+        // challenges and refreshes (docs/BENCHMARKS.md measures the choice).
+        lookups = PostgresTokenLookups(concurrency: max(1, settings.poolSize / 4)) { hashes, time throws(StorageError) in
+            try pool.withConnection { connection throws(StorageError) in
+                let rows = try connection.query(Self.selectActiveTokens, [.blob(PostgresRows.byteaArray(hashes)), .integer(time)])
+                return (0..<rows.count).map { Self.token(rows, $0) }
+            }
+        }
     }
 
     /// The ids of the applied migrations.
@@ -549,19 +561,19 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
-        try read { connection throws(StorageError) -> TokenRecord? in
-            let rows = try connection.query(
-                """
-                SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
-                FROM tokens t
-                JOIN integrations i ON i.client_id = t.client_id
-                JOIN devices d ON d.key_id = t.key_id
-                WHERE t.token_hash = $1 AND t.expires_at > $2 AND i.status = 'active' AND i.suspended_at IS NULL
-                    AND d.status = 'active'
-                """, [.blob(hash), .integer(time)])
-            return rows.count == 1 ? Self.token(rows, 0) : nil
-        }
+        try lookups.activeToken(hash: hash, at: time)
     }
+
+    /// The active tokens among the hashes `$1` (a `BYTEA[]`) that expire after `$2`: the token's
+    /// integration active and not suspended, its device active.
+    private static let selectActiveTokens = """
+        SELECT t.token_hash, t.client_id, t.workspace_id, t.key_id, t.scope, t.issued_at, t.expires_at
+        FROM tokens t
+        JOIN integrations i ON i.client_id = t.client_id
+        JOIN devices d ON d.key_id = t.key_id
+        WHERE t.token_hash = ANY ($1) AND t.expires_at > $2 AND i.status = 'active' AND i.suspended_at IS NULL
+            AND d.status = 'active'
+        """
 
     package func purgeExpired(at time: Int64) throws(StorageError) -> Int {
         try transaction { connection throws(StorageError) -> Int in

@@ -1,0 +1,136 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttestStorage
+
+/// The grouping of concurrent token lookups on PostgreSQL, driven through its statement closure
+/// (the statement itself runs against a real server in the contract suite's lookups).
+@Suite("PostgreSQL token lookups: concurrent lookups share one statement, never an earlier one")
+struct PostgresTokenLookupsTests {
+    /// Stands in for the tokens table and records each statement; the first statement waits
+    /// for `release` so that later lookups queue behind it.
+    final class Table: Sendable {
+        let rows: Mutex<[[UInt8]: TokenRecord]>
+        let statements = Mutex<[(hashes: Set<[UInt8]>, time: Int64)]>([])
+        let failing = Mutex<Set<[UInt8]>>([])
+        let release = DispatchSemaphore(value: 0)
+
+        init(_ tokens: [TokenRecord]) { rows = Mutex(Dictionary(uniqueKeysWithValues: tokens.map { ($0.tokenHash, $0) })) }
+
+        func run(_ hashes: [[UInt8]], _ time: Int64) throws(StorageError) -> [TokenRecord] {
+            let count = statements.withLock { statements in
+                statements.append((Set(hashes), time))
+                return statements.count
+            }
+            let rows = rows.withLock { $0 }  // the statement's snapshot, taken when it starts
+            if count == 1 { release.wait() }
+            if !failing.withLock({ $0.isDisjoint(with: hashes) }) { throw .unavailable("the server went away") }
+            return hashes.compactMap { rows[$0] }.filter { $0.expiresAt > time }
+        }
+
+        var statementCount: Int { statements.withLock { $0.count } }
+    }
+
+    static func token(_ byte: UInt8, expiresAt: Int64 = 10_000) -> TokenRecord {
+        TokenRecord(
+            tokenHash: [UInt8](repeating: byte, count: 32), clientID: "clid_\(byte)", workspaceID: "ws", keyID: [byte], scope: "messages",
+            issuedAt: 0, expiresAt: expiresAt)
+    }
+
+    /// Runs `lookup` on its own thread; the answer is read with `wait`.
+    final class Pending: @unchecked Sendable {
+        // @unchecked: `outcome` is written before `done.signal()` and read after `done.wait()`.
+        private let done = DispatchSemaphore(value: 0)
+        private var outcome: Result<TokenRecord?, StorageError> = .success(nil)
+
+        init(_ lookups: PostgresTokenLookups, _ hash: [UInt8], at time: Int64 = 1000) {
+            Thread.detachNewThread {
+                do throws(StorageError) {
+                    self.outcome = .success(try lookups.activeToken(hash: hash, at: time))
+                } catch {
+                    self.outcome = .failure(error)
+                }
+                self.done.signal()
+            }
+        }
+
+        func wait() -> Result<TokenRecord?, StorageError> {
+            done.wait()
+            return outcome
+        }
+    }
+
+    static func waitUntil(_ condition: () -> Bool) {
+        let deadline = Date().addingTimeInterval(10)
+        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+    }
+
+    @Test("lookups that arrive while one is in flight go together in the next statement, each with its own answer")
+    func grouping() throws {
+        let table = Table([Self.token(1), Self.token(2)])
+        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let first = Pending(lookups, Self.token(1).tokenHash)
+        Self.waitUntil { table.statementCount == 1 }
+        let queued = [1, 2, 1, 3].map { Pending(lookups, [UInt8](repeating: $0, count: 32)) }
+        Self.waitUntil { lookups.pendingCount == 4 }
+        #expect(lookups.pendingCount == 4)
+        table.release.signal()
+        #expect(try first.wait().get() == Self.token(1))
+        let answers = try queued.map { try $0.wait().get() }
+        #expect(answers == [Self.token(1), Self.token(2), Self.token(1), nil])
+        let statements = table.statements.withLock { $0.map(\.hashes) }
+        #expect(statements.count == 2)
+        #expect(statements.last == Set([1, 2, 3].map { [UInt8](repeating: $0, count: 32) }))
+    }
+
+    @Test("a lookup never shares a statement sent before it arrived: a revocation committed meanwhile is seen")
+    func noEarlierStatement() throws {
+        let table = Table([Self.token(1)])
+        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let before = Pending(lookups, Self.token(1).tokenHash)
+        Self.waitUntil { table.statementCount == 1 }
+        table.rows.withLock { $0 = [:] }  // revoked while the first statement is in flight
+        let after = Pending(lookups, Self.token(1).tokenHash)
+        Self.waitUntil { lookups.pendingCount == 1 }
+        table.release.signal()
+        #expect(try before.wait().get() == Self.token(1))
+        #expect(try after.wait().get() == nil)
+        #expect(table.statementCount == 2)
+    }
+
+    @Test("a failed statement fails every lookup of its group, and the next lookup gets a turn")
+    func failure() throws {
+        let table = Table([Self.token(1), Self.token(2)])
+        table.failing.withLock { $0 = [Self.token(2).tokenHash] }
+        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let first = Pending(lookups, Self.token(1).tokenHash)
+        Self.waitUntil { table.statementCount == 1 }
+        let group = [Pending(lookups, Self.token(1).tokenHash), Pending(lookups, Self.token(2).tokenHash)]
+        Self.waitUntil { lookups.pendingCount == 2 }
+        table.release.signal()
+        #expect(try first.wait().get() == Self.token(1))
+        for pending in group {
+            #expect(throws: StorageError.self) { try pending.wait().get() }
+        }
+        #expect(try lookups.activeToken(hash: Self.token(1).tokenHash, at: 1000) == Self.token(1))
+        #expect(table.statementCount == 3)
+    }
+
+    @Test("expiry is decided at each caller's own time, even in a shared statement")
+    func ownTime() throws {
+        let table = Table([Self.token(1, expiresAt: 1000), Self.token(2)])
+        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let first = Pending(lookups, Self.token(2).tokenHash)
+        Self.waitUntil { table.statementCount == 1 }
+        let early = Pending(lookups, Self.token(1).tokenHash, at: 999)
+        let late = Pending(lookups, Self.token(1).tokenHash, at: 1000)
+        Self.waitUntil { lookups.pendingCount == 2 }
+        table.release.signal()
+        _ = first.wait()
+        #expect(try early.wait().get() == Self.token(1, expiresAt: 1000))
+        #expect(try late.wait().get() == nil)
+        #expect(table.statements.withLock { $0.last?.time } == 999)
+    }
+}
