@@ -37,10 +37,16 @@ struct ChallengeLedger: Sendable {
     /// Unknown or spent: thrown as is. Issued to another integration, or expired: spent, then
     /// thrown. Otherwise it is left unconsumed for the caller's success transaction to consume.
     func usable(_ challenge: Challenge, for integration: IntegrationRecord, now: Int64) throws(ServiceError) -> [UInt8] {
+        let state = try stored { () throws(StorageError) in try store.challenge(id: challenge.storedID) }
+        return try usable(challenge, stored: state, for: integration, now: now)
+    }
+
+    /// `usable` on the challenge's row as the caller read it (`stored`: nil when there is none).
+    func usable(
+        _ challenge: Challenge, stored state: ChallengeState?, for integration: IntegrationRecord, now: Int64
+    ) throws(ServiceError) -> [UInt8] {
         let id = challenge.storedID
-        guard let state = try stored({ () throws(StorageError) in try store.challenge(id: id) }) else {
-            throw ServiceError.challengeUnknown
-        }
+        guard let state else { throw ServiceError.challengeUnknown }
         guard !state.consumed else { throw ServiceError.challengeUsed }
         if state.clientID != integration.clientID {
             try consume(id, now: now)

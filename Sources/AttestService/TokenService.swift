@@ -188,14 +188,19 @@ package final class TokenService: Sendable {
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
         return try challenges.spendingOnFailure(request.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-            let integration = try activeIntegration(request.clientID)
-            let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
-            return try refresh(request, challengeID: challengeID, integration: integration, now: now)
+            try Self.checkClientID(request.clientID)
+            // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
+            let inputs = try stored { () throws(StorageError) in
+                try store.refreshInputs(clientID: request.clientID, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
+            }
+            let integration = try Self.active(inputs.integration)
+            let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
+            return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
         }
     }
 
     private func refresh(
-        _ request: RefreshRequest, challengeID: [UInt8], integration: IntegrationRecord, now: Int64
+        _ request: RefreshRequest, device: DeviceRecord?, challengeID: [UInt8], integration: IntegrationRecord, now: Int64
     ) throws(ServiceError) -> IssuedToken {
         // Why parse before the lookup: a malformed assertion gets the same answer whether or not
         // its key is registered, so the answer is no oracle for registered keys.
@@ -206,9 +211,7 @@ package final class TokenService: Sendable {
         }
         // An unknown key and a key of another integration get the same answer as a bad signature.
         let unknownKey = ServiceError(.assertionRejected, .check(.signature), "the assertion does not verify")
-        guard let device = try stored({ () throws(StorageError) in try store.device(keyID: request.keyID.bytes) }),
-            device.clientID == integration.clientID
-        else { throw unknownKey }
+        guard let device, device.clientID == integration.clientID else { throw unknownKey }
         guard device.status == .active else { throw ServiceError.deviceBlocked }
         if let maximum = integration.policy.maxRiskMetric, let metric = device.receiptState?.riskMetric, metric > maximum {
             throw ServiceError(
@@ -299,12 +302,19 @@ package final class TokenService: Sendable {
     // MARK: Steps
 
     private func activeIntegration(_ clientID: String) throws(ServiceError) -> IntegrationRecord {
+        try Self.checkClientID(clientID)
+        return try Self.active(try stored({ () throws(StorageError) in try store.integration(clientID: clientID) }))
+    }
+
+    private static func checkClientID(_ clientID: String) throws(ServiceError) {
         guard clientID.utf8.count <= 64, !clientID.isEmpty else {
             throw ServiceError.malformed(.field(.clientID), "client_id must be 1 to 64 characters")
         }
-        guard let integration = try stored({ () throws(StorageError) in try store.integration(clientID: clientID) }) else {
-            throw ServiceError.integrationNotFound
-        }
+    }
+
+    /// The integration when it exists and may be used now.
+    private static func active(_ integration: IntegrationRecord?) throws(ServiceError) -> IntegrationRecord {
+        guard let integration else { throw ServiceError.integrationNotFound }
         guard integration.status == .active else { throw ServiceError.integrationRevoked }
         guard integration.suspendedAt == nil else { throw ServiceError.integrationSuspended }
         return integration

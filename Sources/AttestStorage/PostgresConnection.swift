@@ -34,6 +34,12 @@ package struct PostgresRows: Sendable {
     /// Whether the cell is SQL NULL.
     package func isNull(_ row: Int, _ column: Int) -> Bool { cells[row][column] == nil }
 
+    /// The same rows from column `offset` on: one decoder reads a record wherever a statement
+    /// that joins several records put its columns.
+    package func columns(from offset: Int) -> PostgresRows {
+        PostgresRows(cells: cells.map { Array($0.dropFirst(offset)) }, changed: changed)
+    }
+
     /// A one-dimensional `BYTEA[]` in PostgreSQL's binary array format, to bind as a binary
     /// parameter: dimensions, flags (no NULLs), element type 17 (bytea), length and lower bound
     /// 1, then each element's length and bytes; every integer 4 bytes big-endian.

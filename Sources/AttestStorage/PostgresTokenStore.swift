@@ -357,7 +357,12 @@ package final class PostgresTokenStore: TokenStore {
 
     private static func loadIntegration(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationRecord? {
         let rows = try connection.query(selectIntegration, [.text(clientID)])
-        guard rows.count == 1 else { return nil }
+        return rows.count == 1 ? integration(rows) : nil
+    }
+
+    /// The integration in the first row, its 14 columns as `selectIntegration` puts them; nil when they are NULL.
+    private static func integration(_ rows: PostgresRows) -> IntegrationRecord? {
+        guard !rows.isNull(0, 0) else { return nil }
         return IntegrationRecord(
             clientID: rows.string(0, 0) ?? "", workspaceID: rows.string(0, 1) ?? "", name: rows.string(0, 2) ?? "",
             teamID: rows.string(0, 3) ?? "", bundleIDs: (rows.string(0, 13) ?? "").split(separator: ",").map(String.init),
@@ -475,10 +480,14 @@ package final class PostgresTokenStore: TokenStore {
 
     package func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState? {
         try read { connection throws(StorageError) -> ChallengeState? in
-            let rows = try connection.query("SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1", [.blob(id)])
-            guard rows.count == 1 else { return nil }
-            return ChallengeState(clientID: rows.string(0, 0) ?? "", expiresAt: rows.int64(0, 1), consumed: !rows.isNull(0, 2))
+            Self.challenge(try connection.query("SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $1", [.blob(id)]))
         }
+    }
+
+    /// The challenge in the first row (client_id, expires_at, consumed_at); nil when there is none.
+    private static func challenge(_ rows: PostgresRows) -> ChallengeState? {
+        guard rows.count == 1, !rows.isNull(0, 0) else { return nil }
+        return ChallengeState(clientID: rows.string(0, 0) ?? "", expiresAt: rows.int64(0, 1), consumed: !rows.isNull(0, 2))
     }
 
     package func consumeChallenge(id: [UInt8], at time: Int64) throws(StorageError) -> Bool {
@@ -524,6 +533,26 @@ package final class PostgresTokenStore: TokenStore {
                     riskMetric: rows.isNull(row, 15) ? nil : Int(rows.int64(row, 15)),
                     refreshedAt: rows.isNull(row, 16) ? nil : rows.int64(row, 16))
             })
+    }
+
+    /// The three reads of a refresh in one statement: each record a derived table of at most one
+    /// row, left-joined to one row so that a missing record is a run of NULLs.
+    private static let selectRefreshInputs = """
+        SELECT i.*, c.*, d.* FROM (SELECT 1) one
+        LEFT JOIN (\(selectIntegration)) i ON true
+        LEFT JOIN (SELECT client_id, expires_at, consumed_at FROM challenges WHERE id = $2) c ON true
+        LEFT JOIN (SELECT \(StoredRows.deviceColumns) FROM devices WHERE key_id = $3) d ON true
+        """
+
+    package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
+        let rows = try read { connection throws(StorageError) in
+            try connection.query(Self.selectRefreshInputs, [.text(clientID), .blob(challengeID), .blob(keyID)])
+        }
+        guard rows.count == 1 else { throw .statementFailed("the refresh inputs came back as \(rows.count) rows") }
+        let device = rows.columns(from: 17)
+        return RefreshInputs(
+            integration: Self.integration(rows), challenge: Self.challenge(rows.columns(from: 14)),
+            device: device.isNull(0, 0) ? nil : Self.device(device, 0))
     }
 
     package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {

@@ -296,6 +296,27 @@ package struct RevocationSummary: Sendable, Equatable {
     }
 }
 
+/// What a refresh reads before it verifies the assertion; nil where no such row exists.
+package struct RefreshInputs: Sendable, Equatable {
+    package var integration: IntegrationRecord?
+    package var challenge: ChallengeState?
+    package var device: DeviceRecord?
+
+    package init(integration: IntegrationRecord?, challenge: ChallengeState?, device: DeviceRecord?) {
+        self.integration = integration
+        self.challenge = challenge
+        self.device = device
+    }
+}
+
+extension TokenStore {
+    /// Three reads, for a store where a read costs no round trip (SQLite).
+    package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
+        RefreshInputs(
+            integration: try integration(clientID: clientID), challenge: try challenge(id: challengeID), device: try device(keyID: keyID))
+    }
+}
+
 /// Everything the token service persists, each operation one transaction.
 ///
 /// A protocol so that a PostgreSQL backend can follow the SQLite one for deployments that outgrow
@@ -328,6 +349,9 @@ package protocol TokenStore: Sendable {
     ) throws(StorageError) -> RegistrationOutcome
     /// The device with this key ID.
     func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
+    /// What a refresh reads before it verifies: what `integration(clientID:)`, `challenge(id:)`
+    /// and `device(keyID:)` answer, read together (PostgreSQL: one round trip instead of three).
+    func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs
     /// In one transaction: consumes the challenge (compare-and-set), re-checks the integration's
     /// and the device's status, compare-and-sets the counter from `previous` to `counter`, and
     /// stores `token`; with `keepingLatest` N, deletes the device's older tokens beyond the newest

@@ -195,6 +195,41 @@ struct TokenStoreContractTests {
         #expect(try world.store.device(keyID: keyID)?.counter == 5)
     }
 
+    @Test(
+        "a refresh's three reads together answer what each read alone does, a missing row as nil",
+        arguments: StoreBackend.available)
+    func refreshInputs(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let keyID = world.device(1).keyID
+        let receipt = ReceiptState(
+            verdict: "valid", type: "RECEIPT", createdAt: Self.time, expiresAt: nil, riskMetric: 3, refreshedAt: Self.time + 9)
+        try world.store.updateReceipt(keyID: keyID, receipt: [9, 8, 7], state: receipt)
+        let challengeID = try world.challenge(2)
+        let unknown = [UInt8](repeating: 77, count: 32)
+        let spent = [UInt8](repeating: 1, count: 32)  // consumed by the registration of key 1
+        for (clientID, challenge, key) in [
+            (world.integration.clientID, challengeID, keyID), (world.integration.clientID, spent, keyID),
+            ("clid_missing", challengeID, keyID), (world.integration.clientID, unknown, keyID),
+            (world.integration.clientID, challengeID, unknown),
+            ("clid_missing", unknown, unknown),
+        ] {
+            let together = try world.store.refreshInputs(clientID: clientID, challengeID: challenge, keyID: key)
+            let apart = RefreshInputs(
+                integration: try world.store.integration(clientID: clientID), challenge: try world.store.challenge(id: challenge),
+                device: try world.store.device(keyID: key))
+            #expect(together == apart)
+        }
+        let found = try world.store.refreshInputs(clientID: world.integration.clientID, challengeID: challengeID, keyID: keyID)
+        #expect(found.integration == world.integration)
+        #expect(found.challenge == ChallengeState(clientID: world.integration.clientID, expiresAt: Self.time + 300, consumed: false))
+        #expect(found.device?.receiptState == receipt)
+        #expect(found.device?.receipt == [9, 8, 7])
+        #expect(
+            try world.store.refreshInputs(clientID: world.integration.clientID, challengeID: spent, keyID: keyID).challenge?.consumed
+                == true)
+    }
+
     // MARK: Tokens and housekeeping
 
     @Test("an expired token is not active, and purge removes expired tokens and challenges only", arguments: StoreBackend.available)
