@@ -9,15 +9,18 @@
 --
 -- 2. attestd_refresh runs the refresh transaction server-side. The steps and their order are
 --    those the SQLite store runs in its own transaction:
---    a. lock the integration's row (FOR SHARE) against a concurrent revocation or suspension, and
---       read its state; a revocation that committed first is seen here (READ COMMITTED re-reads
---       the row after waiting), one that comes later waits for this commit and deletes the token;
+--    a. lock the integration's row against a concurrent revocation or suspension (both take it
+--       FOR UPDATE first), and read its state; a revocation that committed first is seen here
+--       (READ COMMITTED re-reads the row after waiting), one that comes later waits for this
+--       commit and deletes the token. FOR KEY SHARE: the weakest lock that FOR UPDATE waits
+--       for, and the one the tokens foreign key takes anyway, so concurrent refreshes of one
+--       integration share it without a second lock mode on the row;
 --    b. consume the challenge (compare-and-set on consumed_at): lost -> 'challenge_used';
 --    c. refuse a revoked or missing integration, then a suspended one (the challenge stays spent);
---    d. refuse a device that is not active -> 'device_blocked';
---    e. advance the counter by compare-and-set on the value the assertion was verified against:
---       lost -> 'counter_changed';
---    f. insert the token and, when the integration caps live tokens per device, delete all but
+--    d. advance the counter by compare-and-set on the value the assertion was verified against,
+--       for an active device only; when nothing changed, a device that is not active (now) ->
+--       'device_blocked', else -> 'counter_changed';
+--    e. insert the token and, when the integration caps live tokens per device, delete all but
 --       the newest p_keep_latest of the device's tokens -> 'advanced'.
 -- The function runs as the statement's own transaction: it commits all of it or nothing.
 -- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped: a
@@ -35,7 +38,7 @@ DECLARE
     device_status TEXT;
 BEGIN
     SELECT status, suspended_at INTO integration_status, integration_suspended_at
-        FROM integrations WHERE client_id = p_client_id FOR SHARE;
+        FROM integrations WHERE client_id = p_client_id FOR KEY SHARE;
     UPDATE challenges SET consumed_at = p_at WHERE id = p_challenge_id AND consumed_at IS NULL;
     IF NOT FOUND THEN
         RETURN 'challenge_used';
@@ -46,13 +49,13 @@ BEGIN
     IF integration_suspended_at IS NOT NULL THEN
         RETURN 'integration_suspended';
     END IF;
-    SELECT status INTO device_status FROM devices WHERE key_id = p_key_id;
-    IF device_status IS DISTINCT FROM 'active' THEN
-        RETURN 'device_blocked';
-    END IF;
     UPDATE devices SET counter = p_counter, updated_at = p_at
         WHERE key_id = p_key_id AND counter = p_previous AND status = 'active';
     IF NOT FOUND THEN
+        SELECT status INTO device_status FROM devices WHERE key_id = p_key_id;
+        IF device_status IS DISTINCT FROM 'active' THEN
+            RETURN 'device_blocked';
+        END IF;
         RETURN 'counter_changed';
     END IF;
     INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at)

@@ -5,8 +5,8 @@
 /// NULL` (PostgreSQL re-checks the condition on the newest row version after waiting for a
 /// concurrent writer, so exactly one of two racers changes the row), `UPDATE ... WHERE counter = $n`,
 /// and `INSERT ... ON CONFLICT DO NOTHING` for a key ID. Transactions that read an integration's
-/// status lock that row `FOR SHARE` before anything else, so they serialise with a revocation
-/// (which updates the row) and never deadlock with it. A deadlock or serialization failure is
+/// status lock that row `FOR KEY SHARE` before anything else, so they serialise with a revocation
+/// (which locks it `FOR UPDATE` first) and never deadlock with it. A deadlock or serialization failure is
 /// retried; nothing is cached between requests, so a change committed by another node or by
 /// `attestctl` is seen by the next request.
 ///
@@ -377,7 +377,7 @@ package final class PostgresTokenStore: TokenStore {
 
     /// Locks the integration's row against a concurrent revocation or suspension and says what it is.
     private static func lockState(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationState {
-        let rows = try connection.query("SELECT status, suspended_at FROM integrations WHERE client_id = $1 FOR SHARE", [.text(clientID)])
+        let rows = try connection.query("SELECT status, suspended_at FROM integrations WHERE client_id = $1 FOR KEY SHARE", [.text(clientID)])
         return rows.count == 1 ? IntegrationState(status: rows.string(0, 0), suspended: !rows.isNull(0, 1)) : .missing
     }
 
@@ -436,7 +436,7 @@ package final class PostgresTokenStore: TokenStore {
 
     package func revokeIntegration(clientID: String, at time: Int64) throws(StorageError) -> RevocationSummary? {
         try transaction { connection throws(StorageError) -> RevocationSummary? in
-            // Locks the row first: waits for transactions holding it FOR SHARE, and makes any
+            // Locks the row first: waits for transactions holding it FOR KEY SHARE, and makes any
             // later one wait for this commit and then see 'revoked'.
             let found = try connection.query("SELECT status FROM integrations WHERE client_id = $1 FOR UPDATE", [.text(clientID)])
             guard found.count == 1 else { return nil }

@@ -47,6 +47,84 @@ struct PostgresStoreTests {
         #expect(try store.appliedMigrationIDs() == EmbeddedMigrations.postgresql.map(\.id))
     }
 
+    /// A revocation in progress: holds the integration's row as `revokeIntegration` does, until `commit`.
+    final class RevocationInProgress {
+        let connection: PostgresConnection
+
+        init(_ location: TestStoreLocation, clientID: String) throws {
+            guard case .postgresql(let settings) = location.location else { throw StorageError.misuse("not PostgreSQL") }
+            connection = try PostgresConnection(settings)
+            try connection.execute("BEGIN")
+            try connection.query("SELECT status FROM integrations WHERE client_id = $1 FOR UPDATE", [.text(clientID)])
+        }
+
+        func commit(clientID: String) throws {
+            try connection.query("UPDATE integrations SET status = 'revoked', revoked_at = 1 WHERE client_id = $1", [.text(clientID)])
+            try connection.query("DELETE FROM tokens WHERE client_id = $1", [.text(clientID)])
+            try connection.execute("COMMIT")
+        }
+    }
+
+    /// Runs `body` on its own thread; `outcome` is nil until it returns.
+    final class Running<T: Sendable>: @unchecked Sendable {
+        // @unchecked: `value` is written and read under `lock`.
+        private let lock = NSLock()
+        private var value: Result<T, any Error>?
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ body: @escaping @Sendable () throws -> T) {
+            Thread.detachNewThread {
+                let result = Result { try body() }
+                self.lock.withLock { self.value = result }
+                self.done.signal()
+            }
+        }
+
+        var outcome: Result<T, any Error>? { lock.withLock { value } }
+
+        func wait() throws -> T {
+            done.wait()
+            return try lock.withLock { value! }.get()
+        }
+    }
+
+    @Test("a refresh waits for a revocation holding the integration's row, then refuses: no token outlives the revocation")
+    func refreshWaitsForRevocation() throws {
+        let world = try TokenStoreContractTests.World(.postgresql)
+        try world.register(1)
+        let challenge = try world.challenge(2)
+        let token = world.token(2, keySeed: 1)
+        let revocation = try RevocationInProgress(world.location, clientID: world.integration.clientID)
+        let store = world.store
+        let refresh = Running {
+            try store.advanceCounter(
+                keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: token, consumingChallenge: challenge,
+                keepingLatest: nil)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(refresh.outcome == nil, "the refresh must wait for the revocation's lock")
+        try revocation.commit(clientID: world.integration.clientID)
+        #expect(try refresh.wait() == .integrationRevoked)
+        #expect(try world.store.activeToken(hash: token.tokenHash, at: Self.time) == nil)
+        #expect(try world.store.snapshot(at: Self.time).tokens.isEmpty)
+    }
+
+    @Test("a registration waits for a revocation holding the integration's row, then refuses: no device outlives it")
+    func registrationWaitsForRevocation() throws {
+        let world = try TokenStoreContractTests.World(.postgresql)
+        let challenge = try world.challenge(3)
+        let revocation = try RevocationInProgress(world.location, clientID: world.integration.clientID)
+        let store = world.store
+        let registration = Running {
+            try store.registerDevice(world.device(3), firstToken: world.token(3, keySeed: 3), consumingChallenge: challenge, at: Self.time)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(registration.outcome == nil, "the registration must wait for the revocation's lock")
+        try revocation.commit(clientID: world.integration.clientID)
+        #expect(try registration.wait() == .integrationRevoked)
+        #expect(try world.store.device(keyID: world.device(3).keyID) == nil)
+    }
+
     @Test("a database that records a migration this binary does not know is refused")
     func unknownMigrationRefused() throws {
         let location = try TestStoreLocation(.postgresql)
