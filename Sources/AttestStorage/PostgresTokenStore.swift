@@ -377,7 +377,8 @@ package final class PostgresTokenStore: TokenStore {
 
     /// Locks the integration's row against a concurrent revocation or suspension and says what it is.
     private static func lockState(_ connection: PostgresConnection, clientID: String) throws(StorageError) -> IntegrationState {
-        let rows = try connection.query("SELECT status, suspended_at FROM integrations WHERE client_id = $1 FOR KEY SHARE", [.text(clientID)])
+        let rows = try connection.query(
+            "SELECT status, suspended_at FROM integrations WHERE client_id = $1 FOR KEY SHARE", [.text(clientID)])
         return rows.count == 1 ? IntegrationState(status: rows.string(0, 0), suspended: !rows.isNull(0, 1)) : .missing
     }
 

@@ -84,7 +84,8 @@ struct PostgresStoreTests {
 
         func wait() throws -> T {
             done.wait()
-            return try lock.withLock { value! }.get()
+            guard let outcome else { throw StorageError.misuse("finished without an outcome") }
+            return try outcome.get()
         }
     }
 
