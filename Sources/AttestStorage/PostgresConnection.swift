@@ -39,15 +39,19 @@ package struct PostgresRows: Sendable {
     package func columns(from offset: Int) -> PostgresRows {
         PostgresRows(cells: cells.map { Array($0.dropFirst(offset)) }, changed: changed)
     }
+}
 
+/// Arrays bound as one parameter, so that one prepared statement takes any number of values
+/// (`token_hash = ANY ($1)`).
+package enum PostgresArrays {
     /// A one-dimensional `BYTEA[]` in PostgreSQL's binary array format, to bind as a binary
     /// parameter: dimensions, flags (no NULLs), element type 17 (bytea), length and lower bound
     /// 1, then each element's length and bytes; every integer 4 bytes big-endian.
-    package static func byteaArray(_ elements: [[UInt8]]) -> [UInt8] {
+    package static func bytea(_ elements: [[UInt8]]) -> SQLValue {
         func int32(_ value: Int) -> [UInt8] { withUnsafeBytes(of: Int32(value).bigEndian, Array.init) }
         var bytes = int32(1) + int32(0) + int32(17) + int32(elements.count) + int32(1)
         for element in elements { bytes += int32(element.count) + element }
-        return bytes
+        return .blob(bytes)
     }
 }
 

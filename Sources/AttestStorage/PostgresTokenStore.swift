@@ -16,8 +16,14 @@
 /// store's.
 package final class PostgresTokenStore: TokenStore {
     private let pool: PostgresPool
-    /// Every authorize and introspect goes through it: concurrent lookups share a statement.
-    private let lookups: PostgresTokenLookups
+    /// Every authorize and introspect: lookups that arrive together share one statement.
+    private let lookups: PostgresStatementGroups<TokenLookup, TokenRecord?>
+
+    /// One token lookup: the hash, and the caller's time that decides expiry.
+    struct TokenLookup: Sendable {
+        var hash: [UInt8]
+        var time: Int64
+    }
     /// The connection settings (the URI may hold a password: log `settings.redactedURI`).
     package var settings: PostgresSettings { pool.settings }
 
@@ -48,13 +54,22 @@ package final class PostgresTokenStore: TokenStore {
         self.pool = pool
         // A quarter of the connections (one per core with the default --threads) for token
         // lookups: fewer statements in flight make larger groups, and the rest stay free for
-        // challenges and refreshes (docs/BENCHMARKS.md measures the choice).
-        lookups = PostgresTokenLookups(concurrency: max(1, settings.poolSize / 4)) { hashes, time throws(StorageError) in
-            try pool.withConnection { connection throws(StorageError) in
-                let rows = try connection.query(Self.selectActiveTokens, [.blob(PostgresRows.byteaArray(hashes)), .integer(time)])
-                return (0..<rows.count).map { Self.token(rows, $0) }
+        // challenges, refreshes and registrations (docs/BENCHMARKS.md measures the choice).
+        let turns = max(1, settings.poolSize / 4)
+        lookups = PostgresStatementGroups(concurrency: turns) { requests throws(StorageError) in
+            let hashes = Array(Set(requests.map(\.hash)))
+            let rows = try pool.withConnection { connection throws(StorageError) in
+                try connection.query(Self.selectActiveTokens, [PostgresArrays.bytea(hashes), .integer(requests.map(\.time).min() ?? 0)])
             }
+            return Self.answers(to: requests, among: (0..<rows.count).map { Self.token(rows, $0) })
         }
+    }
+
+    /// Each lookup's answer from the rows of a grouped statement run at the earliest caller's time:
+    /// each caller's own time decides expiry, as if it had been looked up alone.
+    static func answers(to requests: [TokenLookup], among tokens: [TokenRecord]) -> [TokenRecord?] {
+        let byHash = Dictionary(tokens.map { ($0.tokenHash, $0) }, uniquingKeysWith: { first, _ in first })
+        return requests.map { request in byHash[request.hash].flatMap { $0.expiresAt > request.time ? $0 : nil } }
     }
 
     /// The ids of the applied migrations.
@@ -591,7 +606,7 @@ package final class PostgresTokenStore: TokenStore {
     }
 
     package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
-        try lookups.activeToken(hash: hash, at: time)
+        try lookups.submit(TokenLookup(hash: hash, time: time))
     }
 
     /// The active tokens among the hashes `$1` (a `BYTEA[]`) that expire after `$2`: the token's

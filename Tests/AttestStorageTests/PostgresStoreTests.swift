@@ -126,6 +126,18 @@ struct PostgresStoreTests {
         #expect(try world.store.device(keyID: world.device(3).keyID) == nil)
     }
 
+    @Test("a BYTEA[] bound as one binary parameter comes back element for element, empty elements included")
+    func byteaArray() throws {
+        let location = try TestStoreLocation(.postgresql)
+        _ = try location.open(at: Self.time)
+        guard case .postgresql(let settings) = location.location else { return }
+        let connection = try PostgresConnection(settings)
+        let blobs: [[UInt8]] = [[], [0], [0xff, 0x00, 0x7f], [UInt8](repeating: 0xab, count: 32)]
+        let bytes = try connection.query("SELECT unnest($1::bytea[])", [PostgresArrays.bytea(blobs)])
+        #expect((0..<bytes.count).map { bytes.bytes($0, 0) } == blobs)
+        #expect(try connection.query("SELECT cardinality($1::bytea[])::bigint", [PostgresArrays.bytea([])]).int64(0, 0) == 0)
+    }
+
     @Test("a database that records a migration this binary does not know is refused")
     func unknownMigrationRefused() throws {
         let location = try TestStoreLocation(.postgresql)

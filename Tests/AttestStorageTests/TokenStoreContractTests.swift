@@ -230,6 +230,34 @@ struct TokenStoreContractTests {
                 == true)
     }
 
+    @Test(
+        "challenges issued at the same time on two nodes are each stored once, for their own integration", arguments: StoreBackend.available
+    )
+    func concurrentChallenges(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.store.insertIntegration(World.integration("clid_other"))
+        let nodes = [world.store, try world.otherNode()]
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 40) { index in
+            do {
+                try nodes[index % 2].insertChallenge(
+                    id: [UInt8](repeating: UInt8(index), count: 32), clientID: index % 3 == 0 ? "clid_other" : world.integration.clientID,
+                    createdAt: Self.time, expiresAt: Self.time + Int64(index) + 1)
+            } catch {
+                failures.withLock { $0 += 1 }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        for index in 0..<40 {
+            let stored = try world.store.challenge(id: [UInt8](repeating: UInt8(index), count: 32))
+            #expect(
+                stored
+                    == ChallengeState(
+                        clientID: index % 3 == 0 ? "clid_other" : world.integration.clientID, expiresAt: Self.time + Int64(index) + 1,
+                        consumed: false))
+        }
+    }
+
     // MARK: Tokens and housekeeping
 
     @Test("an expired token is not active, and purge removes expired tokens and challenges only", arguments: StoreBackend.available)

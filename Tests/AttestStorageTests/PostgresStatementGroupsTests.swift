@@ -5,29 +5,33 @@ import Testing
 
 @testable import AttestStorage
 
-/// The grouping of concurrent token lookups on PostgreSQL, driven through its statement closure
-/// (the statement itself runs against a real server in the contract suite's lookups).
-@Suite("PostgreSQL token lookups: concurrent lookups share one statement, never an earlier one")
-struct PostgresTokenLookupsTests {
+/// The grouping of concurrent requests into one PostgreSQL statement, driven here with token
+/// lookups through a stand-in statement (the real statements run against a real server in the
+/// contract suite).
+@Suite("PostgreSQL statement groups: requests that arrive together share one statement, never an earlier one")
+struct PostgresStatementGroupsTests {
+    typealias Lookups = PostgresStatementGroups<[UInt8], TokenRecord?>
+
     /// Stands in for the tokens table and records each statement; the first statement waits
     /// for `release` so that later lookups queue behind it.
     final class Table: Sendable {
         let rows: Mutex<[[UInt8]: TokenRecord]>
-        let statements = Mutex<[(hashes: Set<[UInt8]>, time: Int64)]>([])
+        /// The requests of each statement, in order.
+        let statements = Mutex<[[[UInt8]]]>([])
         let failing = Mutex<Set<[UInt8]>>([])
         let release = DispatchSemaphore(value: 0)
 
         init(_ tokens: [TokenRecord]) { rows = Mutex(Dictionary(uniqueKeysWithValues: tokens.map { ($0.tokenHash, $0) })) }
 
-        func run(_ hashes: [[UInt8]], _ time: Int64) throws(StorageError) -> [TokenRecord] {
+        func run(_ hashes: [[UInt8]]) throws(StorageError) -> [TokenRecord?] {
             let count = statements.withLock { statements in
-                statements.append((Set(hashes), time))
+                statements.append(hashes)
                 return statements.count
             }
             let rows = rows.withLock { $0 }  // the statement's snapshot, taken when it starts
             if count == 1 { release.wait() }
             if !failing.withLock({ $0.isDisjoint(with: hashes) }) { throw .unavailable("the server went away") }
-            return hashes.compactMap { rows[$0] }.filter { $0.expiresAt > time }
+            return hashes.map { rows[$0] }
         }
 
         var statementCount: Int { statements.withLock { $0.count } }
@@ -45,10 +49,10 @@ struct PostgresTokenLookupsTests {
         private let done = DispatchSemaphore(value: 0)
         private var outcome: Result<TokenRecord?, StorageError> = .success(nil)
 
-        init(_ lookups: PostgresTokenLookups, _ hash: [UInt8], at time: Int64 = 1000) {
+        init(_ lookups: Lookups, _ hash: [UInt8]) {
             Thread.detachNewThread {
                 do throws(StorageError) {
-                    self.outcome = .success(try lookups.activeToken(hash: hash, at: time))
+                    self.outcome = .success(try lookups.submit(hash))
                 } catch {
                     self.outcome = .failure(error)
                 }
@@ -70,7 +74,7 @@ struct PostgresTokenLookupsTests {
     @Test("lookups that arrive while one is in flight go together in the next statement, each with its own answer")
     func grouping() throws {
         let table = Table([Self.token(1), Self.token(2)])
-        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(concurrency: 1, run: table.run)
         let first = Pending(lookups, Self.token(1).tokenHash)
         Self.waitUntil { table.statementCount == 1 }
         let queued = [1, 2, 1, 3].map { Pending(lookups, [UInt8](repeating: $0, count: 32)) }
@@ -80,15 +84,16 @@ struct PostgresTokenLookupsTests {
         #expect(try first.wait().get() == Self.token(1))
         let answers = try queued.map { try $0.wait().get() }
         #expect(answers == [Self.token(1), Self.token(2), Self.token(1), nil])
-        let statements = table.statements.withLock { $0.map(\.hashes) }
+        let statements = table.statements.withLock { $0 }
         #expect(statements.count == 2)
-        #expect(statements.last == Set([1, 2, 3].map { [UInt8](repeating: $0, count: 32) }))
+        // All four in one statement (the threads queue in any order).
+        #expect(statements.last?.map { $0[0] }.sorted() == [1, 1, 2, 3])
     }
 
     @Test("a lookup never shares a statement sent before it arrived: a revocation committed meanwhile is seen")
     func noEarlierStatement() throws {
         let table = Table([Self.token(1)])
-        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(concurrency: 1, run: table.run)
         let before = Pending(lookups, Self.token(1).tokenHash)
         Self.waitUntil { table.statementCount == 1 }
         table.rows.withLock { $0 = [:] }  // revoked while the first statement is in flight
@@ -104,7 +109,7 @@ struct PostgresTokenLookupsTests {
     func failure() throws {
         let table = Table([Self.token(1), Self.token(2)])
         table.failing.withLock { $0 = [Self.token(2).tokenHash] }
-        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(concurrency: 1, run: table.run)
         let first = Pending(lookups, Self.token(1).tokenHash)
         Self.waitUntil { table.statementCount == 1 }
         let group = [Pending(lookups, Self.token(1).tokenHash), Pending(lookups, Self.token(2).tokenHash)]
@@ -114,23 +119,19 @@ struct PostgresTokenLookupsTests {
         for pending in group {
             #expect(throws: StorageError.self) { try pending.wait().get() }
         }
-        #expect(try lookups.activeToken(hash: Self.token(1).tokenHash, at: 1000) == Self.token(1))
+        #expect(try lookups.submit(Self.token(1).tokenHash) == Self.token(1))
         #expect(table.statementCount == 3)
     }
 
-    @Test("expiry is decided at each caller's own time, even in a shared statement")
-    func ownTime() throws {
-        let table = Table([Self.token(1, expiresAt: 1000), Self.token(2)])
-        let lookups = PostgresTokenLookups(concurrency: 1, run: table.run)
-        let first = Pending(lookups, Self.token(2).tokenHash)
-        Self.waitUntil { table.statementCount == 1 }
-        let early = Pending(lookups, Self.token(1).tokenHash, at: 999)
-        let late = Pending(lookups, Self.token(1).tokenHash, at: 1000)
-        Self.waitUntil { lookups.pendingCount == 2 }
-        table.release.signal()
-        _ = first.wait()
-        #expect(try early.wait().get() == Self.token(1, expiresAt: 1000))
-        #expect(try late.wait().get() == nil)
-        #expect(table.statements.withLock { $0.last?.time } == 999)
+    @Test("token lookups in one statement: each caller's own time decides expiry, and a hash asked twice is answered twice")
+    func ownTime() {
+        let lookups = [(1, 999), (1, 1000), (2, 1000), (1, 999), (3, 5)].map {
+            PostgresTokenStore.TokenLookup(hash: Self.token(UInt8($0.0)).tokenHash, time: Int64($0.1))
+        }
+        let rows = [Self.token(1, expiresAt: 1000), Self.token(2)]
+        #expect(
+            PostgresTokenStore.answers(to: lookups, among: rows) == [
+                Self.token(1, expiresAt: 1000), nil, Self.token(2), Self.token(1, expiresAt: 1000), nil,
+            ])
     }
 }
