@@ -49,8 +49,15 @@ BEGIN
     IF integration_suspended_at IS NOT NULL THEN
         RETURN 'integration_suspended';
     END IF;
-    UPDATE devices SET counter = p_counter, updated_at = p_at
-        WHERE key_id = p_key_id AND counter = p_previous AND status = 'active';
+    -- The counter's compare-and-set and the token in one statement: the token is inserted only
+    -- when the UPDATE changed the device's row.
+    WITH advanced AS (
+        UPDATE devices SET counter = p_counter, updated_at = p_at
+            WHERE key_id = p_key_id AND counter = p_previous AND status = 'active'
+            RETURNING key_id
+    )
+    INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at)
+        SELECT p_token_hash, p_client_id, p_workspace_id, key_id, p_scope, p_issued_at, p_expires_at FROM advanced;
     IF NOT FOUND THEN
         SELECT status INTO device_status FROM devices WHERE key_id = p_key_id;
         IF device_status IS DISTINCT FROM 'active' THEN
@@ -58,8 +65,6 @@ BEGIN
         END IF;
         RETURN 'counter_changed';
     END IF;
-    INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at)
-        VALUES (p_token_hash, p_client_id, p_workspace_id, p_key_id, p_scope, p_issued_at, p_expires_at);
     IF p_keep_latest IS NOT NULL THEN
         DELETE FROM tokens WHERE key_id = p_key_id AND token_hash NOT IN
             (SELECT token_hash FROM tokens WHERE key_id = p_key_id
