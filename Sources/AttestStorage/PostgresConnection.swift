@@ -72,10 +72,16 @@ package final class PostgresConnection {
     /// `misuse` (a malformed URI), with libpq's message and never the password.
     package init(_ settings: PostgresSettings) throws(StorageError) {
         // Defaults first, the operator's URI last: anything the URI sets wins (expand_dbname).
+        // plan_cache_mode: every statement attestd prepares is a point lookup or update whose plan
+        // does not depend on its parameters, so each is planned once per connection. Left to
+        // choose, PostgreSQL kept re-planning the grouped token lookup at every execution once the
+        // tables had statistics (custom plans looked cheaper than the generic one), which halved
+        // authorize on a table of a million tokens (docs/BENCHMARKS.md).
         let keys = ["connect_timeout", "options", "application_name", "dbname"]
         let values = [
             String(settings.connectTimeoutSeconds),
-            "-c statement_timeout=\(settings.statementTimeoutMilliseconds) -c lock_timeout=\(settings.statementTimeoutMilliseconds)",
+            "-c statement_timeout=\(settings.statementTimeoutMilliseconds) -c lock_timeout=\(settings.statementTimeoutMilliseconds)"
+                + " -c plan_cache_mode=force_generic_plan",
             "attestd", settings.uri,
         ]
         let connection = Self.withCStrings(keys) { keyPointers in

@@ -138,6 +138,19 @@ struct PostgresStoreTests {
         #expect(try connection.query("SELECT cardinality($1::bytea[])::bigint", [PostgresArrays.bytea([])]).int64(0, 0) == 0)
     }
 
+    @Test("sessions plan each statement once (plan_cache_mode) and bound every statement and lock wait by the timeout")
+    func sessionSettings() throws {
+        let location = try TestStoreLocation(.postgresql)
+        _ = try location.open(at: Self.time)
+        guard case .postgresql(let settings) = location.location else { return }
+        let connection = try PostgresConnection(settings)
+        #expect(try connection.query("SELECT current_setting('plan_cache_mode')").string(0, 0) == "force_generic_plan")
+        for name in ["statement_timeout", "lock_timeout"] {
+            let milliseconds = try connection.query("SELECT setting FROM pg_settings WHERE name = $1", [.text(name)]).string(0, 0)
+            #expect(milliseconds == String(settings.statementTimeoutMilliseconds), "\(name)")
+        }
+    }
+
     @Test("a database that records a migration this binary does not know is refused")
     func unknownMigrationRefused() throws {
         let location = try TestStoreLocation(.postgresql)
