@@ -10,10 +10,10 @@
 /// retried; nothing is cached between requests, so a change committed by another node or by
 /// `attestctl` is seen by the next request.
 ///
-/// Round trips are the cost on this path, so the hot writes take one each: a single statement
-/// runs as its own transaction (`write`), and a refresh's transaction runs server-side as the
-/// function `attestd_refresh` of migration 0006, whose header says how its steps match the SQLite
-/// store's.
+/// Round trips are the cost on this path, so the hot ones take one each: a single statement runs
+/// as its own transaction (`write`), a refresh reads its integration, challenge and device in one
+/// statement and commits in one (`refreshStatement`), and token lookups that arrive together
+/// share one statement (`PostgresStatementGroups`).
 package final class PostgresTokenStore: TokenStore {
     private let pool: PostgresPool
     /// Every authorize and introspect: lookups that arrive together share one statement.
@@ -578,31 +578,71 @@ package final class PostgresTokenStore: TokenStore {
         }
     }
 
-    /// One round trip: the function of migration 0006 runs the steps of the SQLite store's
-    /// refresh transaction (lock the integration, consume the challenge, check the device,
-    /// compare-and-set the counter, insert the token) as one statement, so as one transaction.
+    /// The refresh transaction as one statement, so one round trip and one transaction, with the
+    /// SQLite store's steps in the same order:
+    /// 1. `integration` locks the integration's row FOR KEY SHARE (the weakest lock that
+    ///    revocation's and suspension's FOR UPDATE waits for, and the one the tokens foreign key
+    ///    takes anyway) and reads its state: a revocation that committed first is seen (READ
+    ///    COMMITTED re-reads a row it waited for), a later one waits for this commit and then
+    ///    deletes the token. Materialized, and evaluated before `consumed` scans anything (the
+    ///    always-true count in its condition), so the lock order is always integration first, as in
+    ///    revocation: the two never deadlock;
+    /// 2. `consumed` spends the challenge (compare-and-set), whatever the integration's state;
+    /// 3. `advanced` compare-and-sets the counter of an active device, only when the challenge was
+    ///    spent here and the integration is active and not suspended;
+    /// 4. `minted` inserts the token only when the counter advanced; `trimmed`, with a cap of N
+    ///    live tokens per device, deletes all but the newest N - 1 of the device's earlier tokens.
+    private static let refreshStatement = """
+        WITH integration AS MATERIALIZED (
+            SELECT status, suspended_at FROM integrations WHERE client_id = $8 FOR KEY SHARE
+        ), consumed AS (
+            UPDATE challenges SET consumed_at = $4
+            WHERE id = $5 AND consumed_at IS NULL AND (SELECT count(*) FROM integration) >= 0
+            RETURNING 1
+        ), advanced AS (
+            UPDATE devices SET counter = $3, updated_at = $4
+            WHERE key_id = $1 AND counter = $2 AND status = 'active' AND EXISTS (SELECT 1 FROM consumed)
+                AND EXISTS (SELECT 1 FROM integration WHERE status = 'active' AND suspended_at IS NULL)
+            RETURNING key_id
+        ), minted AS (
+            INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at)
+            SELECT $7::bytea, $8::text, $9::text, key_id, $10::text, $11::bigint, $12::bigint FROM advanced
+            RETURNING key_id
+        ), trimmed AS (
+            DELETE FROM tokens WHERE key_id = $1 AND $6::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM minted)
+                AND token_hash NOT IN
+                    (SELECT token_hash FROM tokens WHERE key_id = $1 ORDER BY issued_at DESC, token_hash DESC LIMIT $6::bigint - 1)
+        )
+        SELECT (SELECT count(*) FROM consumed), (SELECT status FROM integration), (SELECT suspended_at FROM integration),
+            (SELECT count(*) FROM minted)
+        """
+
     package func advanceCounter(
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
         consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance {
         let rows = try write { connection throws(StorageError) in
             try connection.query(
-                "SELECT attestd_refresh($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                Self.refreshStatement,
                 [
                     .blob(keyID), .integer(Int64(previous)), .integer(Int64(counter)), .integer(time), .blob(challengeID),
                     keepingLatest.map { .integer(Int64($0)) } ?? .null, .blob(token.tokenHash), .text(token.clientID),
                     .text(token.workspaceID), .text(token.scope), .integer(token.issuedAt), .integer(token.expiresAt),
                 ])
         }
-        switch rows.count == 1 ? rows.string(0, 0) : nil {
-        case "advanced"?: return .advanced
-        case "challenge_used"?: return .challengeUsed
-        case "integration_revoked"?: return .integrationRevoked
-        case "integration_suspended"?: return .integrationSuspended
-        case "device_blocked"?: return .deviceBlocked
-        case "counter_changed"?: return .counterChanged
-        case let other: throw .statementFailed("attestd_refresh answered \(other.map { "'\($0)'" } ?? "no row"), not an outcome")
+        guard rows.count == 1 else { throw .statementFailed("the refresh statement answered \(rows.count) rows") }
+        guard rows.int64(0, 0) == 1 else { return .challengeUsed }
+        switch IntegrationState(status: rows.string(0, 1), suspended: !rows.isNull(0, 2)) {
+        case .active: break
+        case .suspended: return .integrationSuspended
+        case .revoked, .missing: return .integrationRevoked
         }
+        if rows.int64(0, 3) == 1 { return .advanced }
+        // The compare-and-set changed nothing: the device's row as it is now says why.
+        let status = try read { connection throws(StorageError) in
+            try connection.query("SELECT status FROM devices WHERE key_id = $1", [.blob(keyID)])
+        }
+        return status.count == 1 && status.string(0, 0) == "active" ? .counterChanged : .deviceBlocked
     }
 
     package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {

@@ -47,7 +47,9 @@ struct PostgresStoreTests {
         #expect(try store.appliedMigrationIDs() == EmbeddedMigrations.postgresql.map(\.id))
     }
 
-    /// A revocation in progress: holds the integration's row as `revokeIntegration` does, until `commit`.
+    /// A revocation in progress: holds the integration's row as `revokeIntegration` does, until
+    /// `commit` deletes what revocation deletes (a refresh that locked a challenge before the
+    /// integration would deadlock with it here).
     final class RevocationInProgress {
         let connection: PostgresConnection
 
@@ -61,6 +63,7 @@ struct PostgresStoreTests {
         func commit(clientID: String) throws {
             try connection.query("UPDATE integrations SET status = 'revoked', revoked_at = 1 WHERE client_id = $1", [.text(clientID)])
             try connection.query("DELETE FROM tokens WHERE client_id = $1", [.text(clientID)])
+            try connection.query("DELETE FROM challenges WHERE client_id = $1", [.text(clientID)])
             try connection.execute("COMMIT")
         }
     }
@@ -89,7 +92,7 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("a refresh waits for a revocation holding the integration's row, then refuses: no token outlives the revocation")
+    @Test("a refresh waits for a revocation holding the integration's row, without deadlocking, then refuses: no token outlives it")
     func refreshWaitsForRevocation() throws {
         let world = try TokenStoreContractTests.World(.postgresql)
         try world.register(1)
@@ -97,6 +100,7 @@ struct PostgresStoreTests {
         let token = world.token(2, keySeed: 1)
         let revocation = try RevocationInProgress(world.location, clientID: world.integration.clientID)
         let store = world.store
+        let began = ContinuousClock.now
         let refresh = Running {
             try store.advanceCounter(
                 keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: token, consumingChallenge: challenge,
@@ -105,24 +109,35 @@ struct PostgresStoreTests {
         Thread.sleep(forTimeInterval: 0.3)
         #expect(refresh.outcome == nil, "the refresh must wait for the revocation's lock")
         try revocation.commit(clientID: world.integration.clientID)
-        #expect(try refresh.wait() == .integrationRevoked)
+        // The revocation deleted the pending challenge too, so that is what the refresh finds.
+        #expect(try refresh.wait() == .challengeUsed)
+        // 0.3 s of waiting, then at once: had the refresh locked the challenge before the integration,
+        // it would have deadlocked with the revocation's DELETE of challenges until PostgreSQL broke
+        // the cycle after deadlock_timeout (1 s) and the refresh ran again.
+        #expect(ContinuousClock.now - began < .milliseconds(900))
         #expect(try world.store.activeToken(hash: token.tokenHash, at: Self.time) == nil)
         #expect(try world.store.snapshot(at: Self.time).tokens.isEmpty)
     }
 
-    @Test("a registration waits for a revocation holding the integration's row, then refuses: no device outlives it")
+    @Test("a registration waits for a revocation holding the integration's row, without deadlocking, then refuses: no device outlives it")
     func registrationWaitsForRevocation() throws {
         let world = try TokenStoreContractTests.World(.postgresql)
         let challenge = try world.challenge(3)
         let revocation = try RevocationInProgress(world.location, clientID: world.integration.clientID)
         let store = world.store
+        let began = ContinuousClock.now
         let registration = Running {
             try store.registerDevice(world.device(3), firstToken: world.token(3, keySeed: 3), consumingChallenge: challenge, at: Self.time)
         }
         Thread.sleep(forTimeInterval: 0.3)
         #expect(registration.outcome == nil, "the registration must wait for the revocation's lock")
         try revocation.commit(clientID: world.integration.clientID)
-        #expect(try registration.wait() == .integrationRevoked)
+        // The revocation deleted the pending challenge too, so that is what the registration finds.
+        #expect(try registration.wait() == .challengeUsed)
+        // 0.3 s of waiting, then at once: had the registration locked the challenge before the integration,
+        // it would have deadlocked with the revocation's DELETE of challenges until PostgreSQL broke
+        // the cycle after deadlock_timeout (1 s) and the registration ran again.
+        #expect(ContinuousClock.now - began < .milliseconds(900))
         #expect(try world.store.device(keyID: world.device(3).keyID) == nil)
     }
 

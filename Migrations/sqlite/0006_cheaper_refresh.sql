@@ -1,5 +1,0 @@
--- 0006_cheaper_refresh: nothing to change in SQLite. On PostgreSQL this migration makes the
--- challenges table UNLOGGED and creates the function that commits a refresh in one round trip;
--- the SQLite store runs the same steps in its own process, where a statement costs no round
--- trip. The file keeps the two dialects' numbering the same, as the embedder requires.
--- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.

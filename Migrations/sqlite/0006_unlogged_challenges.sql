@@ -1,0 +1,5 @@
+-- 0006_unlogged_challenges: nothing to change in SQLite, which already commits a new challenge
+-- without an fsync (synchronous=NORMAL for that one commit). On PostgreSQL this migration makes
+-- the challenges table UNLOGGED; the file keeps the two dialects' numbering the same, as the
+-- embedder requires.
+-- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
