@@ -16,7 +16,9 @@ PG_PORT and PG_OPTIONS (scripts/lib/postgres.sh).
      5. kill -9 of one node while devices register through the balancer: every token acknowledged
         before or after still authorizes on the surviving nodes, and they go on serving;
      6. PostgreSQL stopped: every node answers /readyz and /v1/challenge with 503 and Retry-After
-        within a few seconds, and /healthz with 200; started again: every node recovers by itself.
+        within a few seconds, and /healthz with 200; started again: every node recovers by itself;
+     7. PostgreSQL crashed (immediate stop) and recovered: a challenge issued before the crash is
+        unknown (the table is UNLOGGED), and devices ask again and go on.
 
 Every wait is bounded; everything listens on 127.0.0.1. Prints PASS/FAIL lines, then
 "N passed, N failed"; exits 1 when anything failed.
@@ -388,6 +390,29 @@ def phase_b(tally, args, work, pg_url):
         tally.check(recovered, "B6: PostgreSQL back: every node is ready again without a restart")
         again = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
         tally.check(again.returncode == 0, "B6: and serves devices through the balancer")
+        # 7. PostgreSQL crash: challenges are UNLOGGED, so crash recovery empties their table;
+        # a challenge outstanding at the crash is unknown afterwards, and devices ask again.
+        def present(challenge):
+            """POST /v1/token with `challenge` and an assertion that can never verify: (status, reason)."""
+            body = {"client_id": client_id, "key_id": base64.b64encode(bytes(32)).decode(), "challenge": challenge,
+                    "assertion": base64.b64encode(b"\xa0").decode()}
+            status, _, answer = request(cluster.balancer, "POST", "/v1/token", body)
+            return status, answer.get("reason")
+
+        before_crash = [request(cluster.balancer, "POST", "/v1/challenge", {"client_id": client_id})[2].get("challenge")
+                        for _ in range(2)]
+        known = present(before_crash[0])
+        postgres("attestd_crash_postgres")
+        postgres("attestd_pg_ctl_start")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(request(port, "GET", "/readyz")[0] == 200 for port in survivors):
+            time.sleep(0.5)
+        unknown = present(before_crash[1])
+        tally.check(known[1] != "challenge_unknown" and unknown == (401, "challenge_unknown"),
+                    "B7: PostgreSQL crash: a challenge issued before it is unknown after recovery (before: %s, after: %s)"
+                    % (known, unknown))
+        after_crash = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
+        tally.check(after_crash.returncode == 0, "B7: devices ask again and attest and refresh through the balancer")
         tally.check(all(node.running() for node in cluster.nodes if node is not victim),
                     "B: the surviving nodes ran throughout (no restart)")
         logs = "".join(node.log_text() for node in cluster.nodes)

@@ -78,6 +78,12 @@ attestd_pause_postgres() {
     attestd_as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
 }
 
+# Stops the server as a crash would (no shutdown checkpoint): the next start runs crash recovery,
+# which empties UNLOGGED tables.
+attestd_crash_postgres() {
+    attestd_as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null
+}
+
 attestd_stop_postgres() {
     [ -n "${PG_DIR:-}" ] && [ -d "$PG_DIR" ] || return 0
     attestd_as_pg_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1 || true
