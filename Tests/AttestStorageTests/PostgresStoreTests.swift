@@ -47,6 +47,21 @@ struct PostgresStoreTests {
         #expect(try store.appliedMigrationIDs() == EmbeddedMigrations.postgresql.map(\.id))
     }
 
+    /// A migrated database of its own (dropped when `location` goes) and a connection to it.
+    struct MigratedDatabase {
+        let location: TestStoreLocation
+        let settings: PostgresSettings
+        let connection: PostgresConnection
+
+        init() throws {
+            location = try TestStoreLocation(.postgresql)
+            _ = try location.open(at: PostgresStoreTests.time)
+            guard case .postgresql(let settings) = location.location else { throw StorageError.misuse("not PostgreSQL") }
+            self.settings = settings
+            connection = try PostgresConnection(settings)
+        }
+    }
+
     /// A revocation in progress: holds the integration's row as `revokeIntegration` does, until
     /// `commit` deletes what revocation deletes (a refresh that locked a challenge before the
     /// integration would deadlock with it here).
@@ -143,26 +158,20 @@ struct PostgresStoreTests {
 
     @Test("a BYTEA[] bound as one binary parameter comes back element for element, empty elements included")
     func byteaArray() throws {
-        let location = try TestStoreLocation(.postgresql)
-        _ = try location.open(at: Self.time)
-        guard case .postgresql(let settings) = location.location else { return }
-        let connection = try PostgresConnection(settings)
+        let database = try MigratedDatabase()
         let blobs: [[UInt8]] = [[], [0], [0xff, 0x00, 0x7f], [UInt8](repeating: 0xab, count: 32)]
-        let bytes = try connection.query("SELECT unnest($1::bytea[])", [PostgresArrays.bytea(blobs)])
+        let bytes = try database.connection.query("SELECT unnest($1::bytea[])", [PostgresArrays.bytea(blobs)])
         #expect((0..<bytes.count).map { bytes.bytes($0, 0) } == blobs)
-        #expect(try connection.query("SELECT cardinality($1::bytea[])::bigint", [PostgresArrays.bytea([])]).int64(0, 0) == 0)
+        #expect(try database.connection.query("SELECT cardinality($1::bytea[])::bigint", [PostgresArrays.bytea([])]).int64(0, 0) == 0)
     }
 
     @Test("sessions plan each statement once (plan_cache_mode) and bound every statement and lock wait by the timeout")
     func sessionSettings() throws {
-        let location = try TestStoreLocation(.postgresql)
-        _ = try location.open(at: Self.time)
-        guard case .postgresql(let settings) = location.location else { return }
-        let connection = try PostgresConnection(settings)
-        #expect(try connection.query("SELECT current_setting('plan_cache_mode')").string(0, 0) == "force_generic_plan")
+        let database = try MigratedDatabase()
+        #expect(try database.connection.query("SELECT current_setting('plan_cache_mode')").string(0, 0) == "force_generic_plan")
         for name in ["statement_timeout", "lock_timeout"] {
-            let milliseconds = try connection.query("SELECT setting FROM pg_settings WHERE name = $1", [.text(name)]).string(0, 0)
-            #expect(milliseconds == String(settings.statementTimeoutMilliseconds), "\(name)")
+            let milliseconds = try database.connection.query("SELECT setting FROM pg_settings WHERE name = $1", [.text(name)]).string(0, 0)
+            #expect(milliseconds == String(database.settings.statementTimeoutMilliseconds), "\(name)")
         }
     }
 
