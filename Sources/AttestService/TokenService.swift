@@ -202,8 +202,8 @@ package final class TokenService: Sendable {
     private func refresh(
         _ request: RefreshRequest, device: DeviceRecord?, challengeID: [UInt8], integration: IntegrationRecord, now: Int64
     ) throws(ServiceError) -> IssuedToken {
-        // Why parse before the lookup: a malformed assertion gets the same answer whether or not
-        // its key is registered, so the answer is no oracle for registered keys.
+        // Why parse before the device is looked at: a malformed assertion gets the same answer
+        // whether or not its key is registered, so the answer is no oracle for registered keys.
         do throws(AttestError) {
             _ = try AssertionVerifier.parse(request.assertion)
         } catch {

@@ -24,6 +24,7 @@ package final class PostgresTokenStore: TokenStore {
         var hash: [UInt8]
         var time: Int64
     }
+
     /// The connection settings (the URI may hold a password: log `settings.redactedURI`).
     package var settings: PostgresSettings { pool.settings }
 
@@ -560,14 +561,18 @@ package final class PostgresTokenStore: TokenStore {
         LEFT JOIN (SELECT \(StoredRows.deviceColumns) FROM devices WHERE key_id = $3) d ON true
         """
 
+    /// Where the challenge's three columns start in `selectRefreshInputs`: after the integration's
+    /// columns and its bundle IDs; the device's follow them.
+    private static let refreshInputsChallengeColumn = integrationColumns.split(separator: ",").count + 1
+
     package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
         let rows = try read { connection throws(StorageError) in
             try connection.query(Self.selectRefreshInputs, [.text(clientID), .blob(challengeID), .blob(keyID)])
         }
         guard rows.count == 1 else { throw .statementFailed("the refresh inputs came back as \(rows.count) rows") }
-        let device = rows.columns(from: 17)
+        let device = rows.columns(from: Self.refreshInputsChallengeColumn + 3)
         return RefreshInputs(
-            integration: Self.integration(rows), challenge: Self.challenge(rows.columns(from: 14)),
+            integration: Self.integration(rows), challenge: Self.challenge(rows.columns(from: Self.refreshInputsChallengeColumn)),
             device: device.isNull(0, 0) ? nil : Self.device(device, 0))
     }
 
