@@ -14,19 +14,21 @@ struct ChallengeLedger: Sendable {
     /// Seconds a challenge stays usable.
     let lifetime: Int64
 
-    /// Stores and returns a fresh challenge for `clientID`.
-    func issue(for clientID: String, random: any RandomSource, now: Int64) throws(ServiceError) -> IssuedChallenge {
+    /// Stores and returns a fresh challenge for `clientID`; nil, storing nothing, when that
+    /// integration is not active (the store checks in the statement that inserts).
+    func issue(for clientID: String, random: any RandomSource, now: Int64) throws(ServiceError) -> IssuedChallenge? {
         let bytes = try random.bytesOrFail(Challenge.issuedLength)
         guard let challenge = Challenge(bytes) else { throw ServiceError.randomFailed }
-        try stored { () throws(StorageError) in
+        let inserted = try stored { () throws(StorageError) in
             try store.insertChallenge(id: challenge.storedID, clientID: clientID, createdAt: now, expiresAt: now + lifetime)
         }
-        return IssuedChallenge(challenge: Base64Text.encode(bytes, .url), expiresIn: lifetime)
+        return inserted ? IssuedChallenge(challenge: Base64Text.encode(bytes, .url), expiresIn: lifetime) : nil
     }
 
     /// TEST MODE ONLY: stores `challenge` as issued (replacing an earlier one), so that objects
-    /// recorded from real devices, whose client data are fixed, can be replayed.
-    func seed(_ challenge: Challenge, for clientID: String, now: Int64) throws(ServiceError) {
+    /// recorded from real devices, whose client data are fixed, can be replayed. False when the
+    /// integration is not active.
+    func seed(_ challenge: Challenge, for clientID: String, now: Int64) throws(ServiceError) -> Bool {
         try stored { () throws(StorageError) in
             try store.replaceChallenge(id: challenge.storedID, clientID: clientID, createdAt: now, expiresAt: now + lifetime)
         }

@@ -72,6 +72,8 @@ package final class RateLimiter: Sendable {
 
     /// How many address buckets are held (for tests of the bound).
     package var addressBucketCount: Int { tables.withLock { $0.addresses.count } }
+    /// How many per-integration buckets are held (for tests that only existing client IDs get one).
+    package var integrationBucketCount: Int { tables.withLock { $0.integrations.count } }
 
     private func evictOldestAddresses(_ table: inout [RateLimitKey: TokenBucket]) {
         let cutoff = table.values.map(\.updatedAt).sorted()[table.count / 2]

@@ -41,6 +41,8 @@ package final class TokenService: Sendable {
     let limiter = RateLimiter()
     let keys = PublicKeyCache()
     let challenges: ChallengeLedger
+    /// Client IDs this node has read as active (`issueChallenge`).
+    let activeHints = ActiveIntegrationHints()
     /// SHA-256 (hex) of the trust anchor, recorded with every device and required at refresh.
     let anchorFingerprint: String
     /// Checks the receipt of every attestation (Apple Root CA - G3); nil: receipts are stored unchecked.
@@ -68,12 +70,23 @@ package final class TokenService: Sendable {
     // MARK: Challenge
 
     /// A fresh single-use challenge for an active integration.
+    ///
+    /// The integration is read first only when this node has not yet seen it active
+    /// (`activeHints`); otherwise the insert, which checks it in the same statement, is the only
+    /// store statement. Either way nothing reaches the rate limiter for a client ID never found.
     package func issueChallenge(clientID: String, from address: String) throws(ServiceError) -> IssuedChallenge {
-        let integration = try activeIntegration(clientID)
+        if !activeHints.contains(clientID) {
+            _ = try activeIntegration(clientID)
+            activeHints.remember(clientID)
+        }
         let now = clock.now()
-        try limit(.challenges(clientID: integration.clientID), policy.challengePerIntegration, now: now)
+        try limit(.challenges(clientID: clientID), policy.challengePerIntegration, now: now)
         try limit(.address(address), policy.perAddress, now: now)
-        return try challenges.issue(for: integration.clientID, random: random, now: now)
+        return try whileActive(clientID) { () throws(ServiceError) -> IssuedChallenge? in
+            let issued = try challenges.issue(for: clientID, random: random, now: now)
+            if issued == nil { activeHints.forget(clientID) }
+            return issued
+        }
     }
 
     /// TEST MODE ONLY (`attestd --insecure-test-mode`): stores `challenge` as issued so that
@@ -83,7 +96,10 @@ package final class TokenService: Sendable {
             throw ServiceError.malformed(.testMode, "challenge seeding needs --insecure-test-mode")
         }
         let integration = try activeIntegration(clientID)
-        try challenges.seed(challenge, for: integration.clientID, now: clock.now())
+        let now = clock.now()
+        try whileActive(integration.clientID) { () throws(ServiceError) -> Void? in
+            try challenges.seed(challenge, for: integration.clientID, now: now) ? () : nil
+        }
     }
 
     /// Spends a presented challenge whose request was refused before reaching the service (a
@@ -304,6 +320,17 @@ package final class TokenService: Sendable {
     private func activeIntegration(_ clientID: String) throws(ServiceError) -> IntegrationRecord {
         try Self.checkClientID(clientID)
         return try Self.active(try stored({ () throws(StorageError) in try store.integration(clientID: clientID) }))
+    }
+
+    /// The result of `write`, a store write that checks in its own statement that the integration
+    /// is active and answers nil when it is not. Then the integration is read again to say why
+    /// (revoked or suspended since it was read); should it be active again by then (a suspension
+    /// lifted in between), the write runs once more.
+    private func whileActive<T>(_ clientID: String, _ write: () throws(ServiceError) -> T?) throws(ServiceError) -> T {
+        if let value = try write() { return value }
+        _ = try activeIntegration(clientID)
+        if let value = try write() { return value }
+        throw ServiceError.storage(StorageError(.conflict, "the integration changed state twice during one request"))
     }
 
     private static func checkClientID(_ clientID: String) throws(ServiceError) {

@@ -478,20 +478,30 @@ package final class PostgresTokenStore: TokenStore {
 
     // MARK: Challenges
 
-    package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
-        try write { connection throws(StorageError) in
-            try connection.query(
-                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+    @discardableResult
+    package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
+        try write { connection throws(StorageError) -> Bool in
+            try connection.query(Self.insertChallengeForActive, [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+                .changed == 1
         }
     }
 
-    package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
-        try transaction { connection throws(StorageError) in
+    /// Inserts challenge `$1` of `$2` (created `$3`, expiring `$4`) when that integration is
+    /// active. The integration is read, not locked: since migration 0007 the table has no foreign
+    /// key, whose row lock on the integration was WAL-logged and so made every challenge's commit
+    /// wait for a flush. Integrations are never deleted, so the read guards as well as the key did.
+    private static let insertChallengeForActive = """
+        INSERT INTO challenges (id, client_id, created_at, expires_at)
+        SELECT $1, client_id, $3, $4 FROM integrations WHERE client_id = $2 AND status = 'active' AND suspended_at IS NULL
+        """
+
+    @discardableResult
+    package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
+        try transaction { connection throws(StorageError) -> Bool in
             try connection.query("DELETE FROM challenges WHERE id = $1", [.blob(id)])
-            try connection.query(
-                "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES ($1, $2, $3, $4)",
-                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+            return try connection.query(
+                Self.insertChallengeForActive, [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)]
+            ).changed == 1
         }
     }
 

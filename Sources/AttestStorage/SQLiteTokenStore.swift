@@ -224,21 +224,27 @@ package final class SQLiteTokenStore: TokenStore {
 
     // MARK: Challenges
 
-    package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
+    @discardableResult
+    package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
         // Not durable: losing an issued, unused challenge to a power cut only costs the device a retry.
-        try write(durable: false) { database throws(StorageError) in
-            try Self.run(
-                database, "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+        try write(durable: false) { database throws(StorageError) -> Bool in
+            try Self.run(database, Self.insertChallengeForActive, [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+                == 1
         }
     }
 
-    package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) {
-        try write { database throws(StorageError) in
+    /// Inserts challenge `?1` of `?2` (created `?3`, expiring `?4`) when that integration is active.
+    private static let insertChallengeForActive = """
+        INSERT INTO challenges (id, client_id, created_at, expires_at)
+        SELECT ?1, client_id, ?3, ?4 FROM integrations WHERE client_id = ?2 AND status = 'active' AND suspended_at IS NULL
+        """
+
+    @discardableResult
+    package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
+        try write { database throws(StorageError) -> Bool in
             try Self.run(database, "DELETE FROM challenges WHERE id = ?", [.blob(id)])
-            try Self.run(
-                database, "INSERT INTO challenges (id, client_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
+            return try Self.run(
+                database, Self.insertChallengeForActive, [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)]) == 1
         }
     }
 

@@ -85,6 +85,21 @@ package final class TestStoreLocation: Sendable {
         try TokenStores.open(location, connections: connections, busyTimeout: .milliseconds(2000), migrateAt: time)
     }
 
+    /// Writes a challenge row straight into the database, past the store's check that its
+    /// integration is active: the row that a challenge issued while a revocation commits can
+    /// leave behind on PostgreSQL, which spending must then refuse (tests of that refusal).
+    package func insertChallengeRow(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws {
+        let columns = "INSERT INTO challenges (id, client_id, created_at, expires_at)"
+        let arguments: [SQLValue] = [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)]
+        switch location {
+        case .sqlite(let path):
+            let database = try SQLiteDatabase(path: path, create: false)
+            try database.immediateTransaction { try database.execute(columns + " VALUES (?, ?, ?, ?)", arguments: arguments) }
+        case .postgresql(let settings):
+            try PostgresConnection(settings).query(columns + " VALUES ($1, $2, $3, $4)", arguments)
+        }
+    }
+
     deinit {
         if let databaseName,
             let admin = try? PostgresConnection(PostgresSettings(uri: (try? TestPostgresServer.url(database: "postgres")) ?? ""))

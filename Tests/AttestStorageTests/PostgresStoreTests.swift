@@ -156,6 +156,23 @@ struct PostgresStoreTests {
         #expect(try world.store.device(keyID: world.device(3).keyID) == nil)
     }
 
+    @Test("issuing a challenge locks nothing in its integration's row (a row lock is WAL-logged: the commit would wait for a flush)")
+    func challengeLocksNoIntegrationRow() throws {
+        let location = try TestStoreLocation(.postgresql)
+        let store = try location.open(at: Self.time, connections: 1)
+        try store.insertIntegration(Self.integration("clid_a"))
+        guard case .postgresql(let settings) = location.location else { throw StorageError.misuse("not PostgreSQL") }
+        let connection = try PostgresConnection(settings)
+        let lockers = "SELECT xmax::text FROM integrations WHERE client_id = 'clid_a'"
+        let before = try connection.query(lockers).string(0, 0)
+        for seed in UInt8(1)...3 {
+            let id = [UInt8](repeating: seed, count: 32)
+            #expect(try store.insertChallenge(id: id, clientID: "clid_a", createdAt: Self.time, expiresAt: Self.time + 300))
+        }
+        #expect(try connection.query(lockers).string(0, 0) == before)
+        #expect(try connection.query("SELECT relpersistence::text FROM pg_class WHERE relname = 'challenges'").string(0, 0) == "u")
+    }
+
     @Test("a BYTEA[] bound as one binary parameter comes back element for element, empty elements included")
     func byteaArray() throws {
         let database = try MigratedDatabase()

@@ -118,6 +118,28 @@ struct TokenStoreContractTests {
         #expect(try world.store.challenge(id: id) == ChallengeState(clientID: "clid_contract", expiresAt: Self.time + 60, consumed: false))
     }
 
+    @Test(
+        "a challenge is stored only for an active integration: an unknown, suspended or revoked one gets none",
+        arguments: StoreBackend.available)
+    func challengeNeedsActiveIntegration(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let clientID = world.integration.clientID
+        let ids = (9...12).map { [UInt8](repeating: $0, count: 32) }
+        func insert(_ id: [UInt8], _ clientID: String) throws -> Bool {
+            try world.store.insertChallenge(id: id, clientID: clientID, createdAt: Self.time, expiresAt: Self.time + 300)
+        }
+        #expect(try !insert(ids[0], "clid_missing"))
+        #expect(try !world.store.replaceChallenge(id: ids[0], clientID: "clid_missing", createdAt: Self.time, expiresAt: Self.time + 60))
+        #expect(try world.store.setSuspended(clientID: clientID, at: Self.time) == true)
+        #expect(try !insert(ids[1], clientID))
+        #expect(try world.store.setSuspended(clientID: clientID, at: nil) == true)
+        #expect(try insert(ids[2], clientID))
+        _ = try world.store.revokeIntegration(clientID: clientID, at: Self.time)
+        #expect(try !insert(ids[3], clientID))
+        #expect(try !world.store.replaceChallenge(id: ids[3], clientID: clientID, createdAt: Self.time, expiresAt: Self.time + 60))
+        for id in [ids[0], ids[1], ids[3]] { #expect(try world.store.challenge(id: id) == nil) }
+    }
+
     // MARK: Devices
 
     @Test("registration stores the device and its first token; a reused challenge changes nothing", arguments: StoreBackend.available)
@@ -148,17 +170,16 @@ struct TokenStoreContractTests {
     func revokedIntegrationRefusesWrites(_ backend: StoreBackend) throws {
         let world = try World(backend)
         try world.register(1)
-        try world.challenge(2)
-        try world.challenge(3)
-        // Revocation deletes pending challenges; seed them again (as test mode can) so that the
-        // transactions get past the challenge to the integration check.
+        // Revocation deletes pending challenges, and the store issues none for a revoked
+        // integration; write the rows that a challenge issued during the revocation's commit can
+        // leave, so that the transactions get past the challenge to the integration check.
         _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
-        try world.store.replaceChallenge(
+        try world.location.insertChallengeRow(
             id: [UInt8](repeating: 2, count: 32), clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
         let registration = try world.store.registerDevice(
             world.device(2), firstToken: world.token(2, keySeed: 2), consumingChallenge: [UInt8](repeating: 2, count: 32), at: Self.time)
         #expect(registration == .integrationRevoked)
-        try world.store.replaceChallenge(
+        try world.location.insertChallengeRow(
             id: [UInt8](repeating: 3, count: 32), clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
         let refresh = try world.store.advanceCounter(
             keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(3, keySeed: 1),
@@ -443,12 +464,13 @@ struct TokenStoreContractTests {
         let world = try World(backend)
         try world.register(1)
         let hash = world.token(1, keySeed: 1).tokenHash
+        let challenge = try world.challenge(2)  // issued before the suspension, spent after it
         #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time) == true)
         #expect(try world.store.integration(clientID: "clid_contract")?.suspendedAt == Self.time)
         #expect(try world.store.activeToken(hash: hash, at: Self.time) == nil)
         let refresh = try world.store.advanceCounter(
             keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(2, keySeed: 1),
-            consumingChallenge: try world.challenge(2), keepingLatest: nil)
+            consumingChallenge: challenge, keepingLatest: nil)
         #expect(refresh == .integrationSuspended)
         #expect(try world.store.setSuspended(clientID: "clid_contract", at: nil) == true)
         #expect(try world.store.activeToken(hash: hash, at: Self.time) != nil)
