@@ -15,8 +15,8 @@ PG_PORT and PG_OPTIONS (scripts/lib/postgres.sh).
         or challenges;
      5. kill -9 of one node while devices register through the balancer: every token acknowledged
         before or after still authorizes on the surviving nodes, and they go on serving;
-     6. PostgreSQL stopped: every node answers /readyz and /v1/challenge with 503 and Retry-After
-        within a few seconds, and /healthz with 200; started again: every node recovers by itself;
+     6. PostgreSQL stopped: every node answers /readyz, /v1/challenge and /v1/authorize with 503
+        and Retry-After within a few seconds, and /healthz with 200; started again: every node recovers by itself;
      7. PostgreSQL crashed (immediate stop) and recovered: a challenge issued before the crash is
         unknown (the table is UNLOGGED), and devices ask again and go on.
 
@@ -374,12 +374,14 @@ def phase_b(tally, args, work, pg_url):
             ready = request(port, "GET", "/readyz", timeout=15)
             challenge = request(port, "POST", "/v1/challenge", {"client_id": client_id}, timeout=15)
             health = request(port, "GET", "/healthz", timeout=15)
+            # authorize answers from a lookup the HTTP worker does not wait for (a deferred answer).
+            authorize = request(port, "GET", "/v1/authorize", headers={"Authorization": "Bearer " + tokens[0]}, timeout=15)
             answers.append((ready[0], "retry-after" in ready[1], challenge[0], challenge[2].get("code"), "retry-after" in challenge[1],
-                            health[0], time.monotonic() - started))
-        tally.check(all(a[:6] == (503, True, 503, "storage_unavailable", True, 200) and a[6] < 10 for a in answers),
-                    "B6: PostgreSQL down: every node answers /readyz and /v1/challenge 503 storage_unavailable with "
-                    "Retry-After, /healthz 200, within seconds (%s)" % ["%d/%d/%d in %.1f s" % (a[0], a[2], a[5], a[6])
-                                                                         for a in answers])
+                            health[0], authorize[0], "retry-after" in authorize[1], time.monotonic() - started))
+        tally.check(all(a[:8] == (503, True, 503, "storage_unavailable", True, 200, 503, True) and a[8] < 10 for a in answers),
+                    "B6: PostgreSQL down: every node answers /readyz, /v1/challenge and /v1/authorize 503 (storage_unavailable) "
+                    "with Retry-After, /healthz 200, within seconds (%s)"
+                    % ["%d/%d/%d/%d in %.1f s" % (a[0], a[2], a[5], a[6], a[8]) for a in answers])
         postgres("attestd_pg_ctl_start")
         deadline = time.monotonic() + 20
         recovered = False

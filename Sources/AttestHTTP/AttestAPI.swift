@@ -56,9 +56,40 @@ package struct AttestAPI: HTTPResponder {
 
     /// One endpoint: its method (HEAD is served wherever GET is) and its handler.
     struct Route: Sendable {
+        typealias Handler = @Sendable (AttestAPI) -> (HTTPRequest, inout RequestLog) throws(Problem) -> HTTPResponse
         let method: String
         let name: RouteName
-        let handler: @Sendable (AttestAPI) -> (HTTPRequest, inout RequestLog) throws(Problem) -> HTTPResponse
+        let handler: Handler
+        /// Set for the gateway's routes, whose answer waits for one token lookup: the handler is
+        /// built from it, and a deferred answer (`respond(to:answer:)`) waits without a worker.
+        let lookup: TokenLookupRoute?
+
+        init(method: String, name: RouteName, handler: @escaping Handler) {
+            self.method = method
+            self.name = name
+            self.handler = handler
+            lookup = nil
+        }
+
+        init(method: String, name: RouteName, lookup: TokenLookupRoute) {
+            self.method = method
+            self.name = name
+            self.lookup = lookup
+            handler = { api in
+                { request, log throws(Problem) in
+                    let token = try lookup.token(api)(request)
+                    let active = try api.serviceCall { () throws(ServiceError) in try api.service.introspect(token) }
+                    return try lookup.answer(api)(active, &log)
+                }
+            }
+        }
+    }
+
+    /// A route that answers from one token lookup: the token the request presents (after its
+    /// checks), and the response from what the lookup found.
+    struct TokenLookupRoute: Sendable {
+        let token: @Sendable (AttestAPI) -> (HTTPRequest) throws(Problem) -> String
+        let answer: @Sendable (AttestAPI) -> (ActiveToken?, inout RequestLog) throws(Problem) -> HTTPResponse
     }
 
     /// What a request's log line says besides route and status.
@@ -84,9 +115,11 @@ package struct AttestAPI: HTTPResponder {
         "/v1/challenge": Route(method: "POST", name: .challenge, handler: { $0.challenge }),
         "/v1/attest": Route(method: "POST", name: .attest, handler: { $0.attest }),
         "/v1/token": Route(method: "POST", name: .token, handler: { $0.token }),
-        "/v1/introspect": Route(method: "POST", name: .introspect, handler: { $0.introspect }),
+        "/v1/introspect": Route(
+            method: "POST", name: .introspect, lookup: TokenLookupRoute(token: { $0.introspectedToken }, answer: { $0.introspection })),
         "/v1/revoke": Route(method: "POST", name: .revoke, handler: { $0.revoke }),
-        "/v1/authorize": Route(method: "GET", name: .authorize, handler: { $0.authorize }),
+        "/v1/authorize": Route(
+            method: "GET", name: .authorize, lookup: TokenLookupRoute(token: { $0.authorizedToken }, answer: { $0.authorization })),
         "/healthz": Route(method: "GET", name: .healthz, handler: { $0.healthz }),
         "/readyz": Route(method: "GET", name: .readyz, handler: { $0.readyz }),
         "/metrics": Route(method: "GET", name: .metrics, handler: { $0.metricsText }),
@@ -146,33 +179,92 @@ package struct AttestAPI: HTTPResponder {
         return address
     }
 
-    package func respond(to request: HTTPRequest) -> HTTPResponse {
+    /// One request on its way through the API: what its log line and metrics need at the end.
+    private struct Exchange: Sendable {
         let started = ContinuousClock.now
-        // The proxy's ID (nginx's $request_id) when it sent a sane one, so both logs correlate.
-        let requestID = RequestCounter.forwarded(request.header("X-Request-Id")) ?? requestCounter.next()
+        let requestID: String
+        let route: Route?
         var log = RequestLog()
-        log.client = client(of: request)
-        let route = table[request.path]
+    }
+
+    package func respond(to request: HTTPRequest) -> HTTPResponse {
+        var exchange = begin(request)
         var response: HTTPResponse
         do throws(Problem) {
-            guard let route else { throw Problem(.notFound, .notFound, "no such endpoint") }
-            guard request.method == route.method || (route.method == "GET" && request.method == "HEAD") else {
-                throw Problem(
-                    .methodNotAllowed, .methodNotAllowed, "\(request.path) takes \(route.method)",
-                    headers: [HTTPHeader(name: "Allow", value: route.method)])
-            }
-            response = try route.handler(self)(request, &log)
+            response = try Self.checked(exchange.route, for: request).handler(self)(request, &exchange.log)
         } catch {
-            response = failure(error, &log)
+            response = failure(error, &exchange.log)
         }
-        response.headers.append(HTTPHeader(name: "X-Request-Id", value: requestID))
-        let elapsed = ContinuousClock.now - started
+        return finish(response, exchange)
+    }
+
+    /// Answers a gateway route's request from its token lookup when the lookup comes back: on
+    /// PostgreSQL the HTTP worker serves other connections meanwhile. Every other route answers at
+    /// once, as `respond(to:)`.
+    package func respond(to request: HTTPRequest, answer: DeferredResponse) {
+        var exchange = begin(request)
+        let token: String
+        let lookup: TokenLookupRoute
+        do throws(Problem) {
+            let route = try Self.checked(exchange.route, for: request)
+            guard let routeLookup = route.lookup else {
+                let response = finish(try route.handler(self)(request, &exchange.log), exchange)
+                return answer.complete { response }
+            }
+            lookup = routeLookup
+            token = try lookup.token(self)(request)
+        } catch {
+            let response = finish(failure(error, &exchange.log), exchange)
+            return answer.complete { response }
+        }
+        let begun = exchange
+        service.introspect(token) { outcome in
+            // Built on the connection's worker once it is resumed, not on the lookup's thread.
+            answer.complete {
+                var exchange = begun
+                var response: HTTPResponse
+                do throws(Problem) {
+                    let active = try self.serviceCall { () throws(ServiceError) in try outcome.get() }
+                    response = try lookup.answer(self)(active, &exchange.log)
+                } catch {
+                    response = self.failure(error, &exchange.log)
+                }
+                return self.finish(response, exchange)
+            }
+        }
+    }
+
+    private func begin(_ request: HTTPRequest) -> Exchange {
+        // The proxy's ID (nginx's $request_id) when it sent a sane one, so both logs correlate.
+        let requestID = RequestCounter.forwarded(request.header("X-Request-Id")) ?? requestCounter.next()
+        var exchange = Exchange(requestID: requestID, route: table[request.path])
+        exchange.log.client = client(of: request)
+        return exchange
+    }
+
+    /// The request's route, when there is one and it takes the request's method.
+    private static func checked(_ route: Route?, for request: HTTPRequest) throws(Problem) -> Route {
+        guard let route else { throw Problem(.notFound, .notFound, "no such endpoint") }
+        guard request.method == route.method || (route.method == "GET" && request.method == "HEAD") else {
+            throw Problem(
+                .methodNotAllowed, .methodNotAllowed, "\(request.path) takes \(route.method)",
+                headers: [HTTPHeader(name: "Allow", value: route.method)])
+        }
+        return route
+    }
+
+    /// The response as sent: with its request ID, counted in the metrics and logged.
+    private func finish(_ answered: HTTPResponse, _ exchange: Exchange) -> HTTPResponse {
+        var response = answered
+        response.headers.append(HTTPHeader(name: "X-Request-Id", value: exchange.requestID))
+        let elapsed = ContinuousClock.now - exchange.started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let name = route?.name ?? .unknown
+        let name = exchange.route?.name ?? .unknown
         metrics.recordRequest(route: name.rawValue, status: response.status, seconds: seconds)
         if (!name.isQuiet || response.status >= 500) && logs(name, response.status) {
+            let log = exchange.log
             var fields: [(String, LogValue)] = [
-                ("request.id", .string(requestID)), ("route", .string(name.rawValue)), ("status", .int(response.status)),
+                ("request.id", .string(exchange.requestID)), ("route", .string(name.rawValue)), ("status", .int(response.status)),
                 ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(log.outcome ?? "ok")),
             ]
             if let clientID = log.clientID { fields.append(("client.id", .string(clientID))) }
@@ -327,10 +419,14 @@ package struct AttestAPI: HTTPResponder {
         return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
     }
 
-    /// RFC 7662 introspection, for callers holding the gateway secret.
-    private func introspect(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
-        let token = try gatewayToken(request, realm: "attestd-introspect")
-        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else {
+    /// RFC 7662 introspection, for callers holding the gateway secret: the token asked about.
+    private func introspectedToken(_ request: HTTPRequest) throws(Problem) -> String {
+        try gatewayToken(request, realm: "attestd-introspect")
+    }
+
+    /// RFC 7662 introspection's answer.
+    private func introspection(_ active: ActiveToken?, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        guard let active else {
             log.outcome = "inactive"
             return JSONBody.response([("active", false)])
         }
@@ -341,12 +437,8 @@ package struct AttestAPI: HTTPResponder {
         ])
     }
 
-    /// Forward-auth (nginx `auth_request`, Envoy `ext_authz`): 200 with the workspace, or 401.
-    private func authorize(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
-        let invalid = Problem(
-            .invalidToken, .invalidToken, "the access token is not valid",
-            headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")])
-        let token: String
+    /// Forward-auth (nginx `auth_request`, Envoy `ext_authz`): the bearer token presented.
+    private func authorizedToken(_ request: HTTPRequest) throws(Problem) -> String {
         switch Self.bearer(request) {
         case .none:
             // RFC 6750 section 3.1: no credential at all gets the challenge without an error code.
@@ -354,11 +446,19 @@ package struct AttestAPI: HTTPResponder {
                 .invalidToken, .missingToken, "send Authorization: Bearer <access token>",
                 headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer")])
         case .malformed:
-            throw invalid
+            throw Self.invalidToken
         case .credential(let credential):
-            token = credential
+            return credential
         }
-        guard let active = try serviceCall({ () throws(ServiceError) in try service.introspect(token) }) else { throw invalid }
+    }
+
+    private static let invalidToken = Problem(
+        .invalidToken, .invalidToken, "the access token is not valid",
+        headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")])
+
+    /// Forward-auth's answer: 200 with the workspace, or 401.
+    private func authorization(_ active: ActiveToken?, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
+        guard let active else { throw Self.invalidToken }
         log.clientID = active.clientID
         return HTTPResponse(
             status: 200,

@@ -32,7 +32,10 @@ package final class HTTPServer: Sendable {
             requestDeadline: .seconds(Int(configuration.requestDeadlineSeconds)),
             addresses: ConnectionsPerAddress(limit: Int(configuration.perAddressConnectionLimit), onRefusal: configuration.onRefusal))
         // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal polling threads.
-        var flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+        // MHD_ALLOW_SUSPEND_RESUME: connections parked for a deferred answer (`DeferredResponse`).
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_USE_ITC.rawValue
+            | MHD_ALLOW_SUSPEND_RESUME.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let contextPointer = Unmanaged.passUnretained(context).toOpaque()
         let connectionLimit = FileDescriptorBudget.connections(wanted: configuration.connectionLimit)
@@ -104,6 +107,15 @@ package final class HTTPServer: Sendable {
             }
             let deadline = ContinuousClock.now + drainLimit
             while context.activeRequests.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
+            // libmicrohttpd aborts the process when stopped with a connection suspended: answer the
+            // ones whose deferred answer has not come (503, the request may be retried elsewhere),
+            // and give their workers a moment to send it.
+            context.parked.answerAll(
+                HTTPResponse(status: 503, headers: [HTTPHeader(name: "Retry-After", value: "1")], body: []))
+            let resumed = ContinuousClock.now + .seconds(1)
+            while context.activeRequests.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < resumed {
                 usleep(2_000)
             }
             MHD_stop_daemon(handle)

@@ -112,6 +112,13 @@ func accessHandler(
         return .YES
     }
 
+    // Resumed: the deferred answer has come.
+    if let deferred = state.deferred {
+        state.deferred = nil
+        let response = deferred.answer()?() ?? HTTPResponse(status: 500)
+        return queue(response, on: connection, forceClose: context.isStopping.load(ordering: .sequentiallyConsistent))
+    }
+
     // The watchdog may have cut the request off while its last bytes arrived: then nothing is answered.
     guard context.deadlines.beginAnswer(CMicroHTTPD_connection_fd(connection)) else { return .NO }
     if state.discardedBytes > 0 {
@@ -121,8 +128,14 @@ func accessHandler(
         method: String(cString: method), target: state.target, headers: state.headers, body: state.body,
         remoteAddress: state.remoteAddress)
     state.body = []
-    let response = context.responder.respond(to: request)
-    return queue(response, on: connection, forceClose: context.isStopping.load(ordering: .sequentiallyConsistent))
+    let answer = DeferredResponse(connection: connection, parkedConnections: context.parked)
+    context.responder.respond(to: request, answer: answer)
+    guard let finish = answer.parkUnlessAnswered() else {
+        // Parked: MHD calls again, on this thread, once `complete` has resumed the connection.
+        state.deferred = answer
+        return .YES
+    }
+    return queue(finish(), on: connection, forceClose: context.isStopping.load(ordering: .sequentiallyConsistent))
 }
 
 /// True for requests that two HTTP parsers could frame two ways (RFC 9112 section 6.3), the

@@ -17,6 +17,8 @@ final class ServerContext: Sendable {
     let deadlines: RequestDeadlines
     /// Open connections per client address, and the cap on them.
     let addresses: ConnectionsPerAddress
+    /// Connections suspended until their deferred answer comes.
+    let parked = ParkedConnections()
 
     init(responder: any HTTPResponder, maximumBodyBytes: Int, requestDeadline: Duration, addresses: ConnectionsPerAddress) {
         self.responder = responder
@@ -41,6 +43,8 @@ final class RequestState {
     var body: [UInt8] = []
     /// Body bytes dropped after the body crossed the limit; non-zero means the answer is 413.
     var discardedBytes = 0
+    /// Set while the connection is parked for this request's deferred answer.
+    var deferred: DeferredResponse?
 
     init(target: String) {
         self.target = target

@@ -275,13 +275,28 @@ package final class TokenService: Sendable {
     /// The token's facts if it is unexpired and its integration active; nil otherwise (no reason
     /// is given, so introspection is no oracle).
     package func introspect(_ token: String) throws(ServiceError) -> ActiveToken? {
-        // Length and prefix first: no hashing or lookup for input that cannot be a token.
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return nil }
-        let hash = Digest.sha256(Array(token.utf8))
-        guard let record = try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }) else {
-            return nil
+        guard let hash = Self.lookupHash(token) else { return nil }
+        return try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }).map(Self.active)
+    }
+
+    /// `introspect`, answered through `reply` exactly once: at once, or later from another thread
+    /// when the store's lookup is a round trip (the HTTP worker serves other requests meanwhile).
+    package func introspect(_ token: String, then reply: @escaping @Sendable (Result<ActiveToken?, ServiceError>) -> Void) {
+        guard let hash = Self.lookupHash(token) else { return reply(.success(nil)) }
+        store.activeToken(hash: hash, at: clock.now()) { outcome in
+            reply(outcome.map { $0.map(Self.active) }.mapError(ServiceError.storage))
         }
-        return ActiveToken(
+    }
+
+    /// The SHA-256 to look up, or nil for input that cannot be a token (length and prefix are
+    /// checked first: no hashing or lookup for it).
+    private static func lookupHash(_ token: String) -> [UInt8]? {
+        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return nil }
+        return Digest.sha256(Array(token.utf8))
+    }
+
+    private static func active(_ record: TokenRecord) -> ActiveToken {
+        ActiveToken(
             clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
             expiresAt: record.expiresAt)
     }

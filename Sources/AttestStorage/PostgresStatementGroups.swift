@@ -10,27 +10,28 @@ import Synchronization
 /// Nothing is cached or delayed: a request joins only a group whose statement has not been sent
 /// yet, so every answer comes from a statement that started after its request arrived (and sees
 /// whatever committed before, a revocation included). At most `concurrency` statements are in
-/// flight; a request that finds one of those turns free is sent at once, alone.
+/// flight, each sent by a sender that takes every request pending (up to `limit`) when it starts
+/// one; a request that finds a sender free starts one at once.
+///
+/// Requests are answered through a callback (`submit(_:then:)`), so that an HTTP worker can go
+/// on serving other connections while its request waits; the senders run on Dispatch's global
+/// queue and block on their round trips, never on an HTTP worker. `submit(_:)` waits for the
+/// answer, for callers that have nothing else to do.
 final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendable {
     /// Answers `requests` (in their order, one answer each) with one statement.
     typealias Run = @Sendable (_ requests: [Request]) throws(StorageError) -> [Answer]
+    /// Receives one request's answer, on the sender's thread.
+    typealias Reply = @Sendable (Result<Answer, StorageError>) -> Void
 
-    /// One caller's request, parked until its group's statement has answered.
-    private final class Waiter: @unchecked Sendable {
-        // @unchecked: `outcome` and `leads` are written by one thread before `wake.signal()`
-        // and read by the waiter after `wake.wait()`; the semaphore orders the two.
+    private struct Entry {
         let request: Request
-        let wake = DispatchSemaphore(value: 0)
-        var outcome: Result<Answer, StorageError>?
-        /// Set instead of `outcome` when the waiter is to send the next group itself.
-        var leads = false
-
-        init(_ request: Request) { self.request = request }
+        let reply: Reply
     }
 
     private struct State {
-        var pending: [Waiter] = []
-        var inFlight = 0
+        var pending: [Entry] = []
+        /// Senders running (each sends one statement at a time).
+        var senders = 0
     }
 
     private let state = Mutex(State())
@@ -45,60 +46,74 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
         self.run = run
     }
 
-    /// Requests waiting for a turn (tests wait for a group to form).
+    /// Requests waiting for a statement (tests wait for a group to form).
     var pendingCount: Int { state.withLock { $0.pending.count } }
 
-    /// The answer to `request`, from a statement sent after this call began.
-    func submit(_ request: Request) throws(StorageError) -> Answer {
-        let waiter = Waiter(request)
-        // A request that finds a free turn is sent at once and never enters `pending`: a waiter is
-        // in `pending`, in one group, or handed the turn, and only ever one of the three.
-        let leads = state.withLock { state -> Bool in
-            guard state.inFlight < concurrency else {
-                state.pending.append(waiter)
-                return false
-            }
-            state.inFlight += 1
+    /// Answers `request` through `reply`, exactly once, from a statement sent after this call
+    /// began. `reply` runs on a sender's thread: it should hand the answer on, not work on it.
+    func submit(_ request: Request, then reply: @escaping Reply) {
+        let startsSender = state.withLock { state -> Bool in
+            state.pending.append(Entry(request: request, reply: reply))
+            guard state.senders < concurrency else { return false }
+            state.senders += 1
             return true
         }
-        if !leads {
-            waiter.wake.wait()
+        if startsSender {
+            DispatchQueue.global().async { self.send() }
         }
-        if leads || waiter.leads {
-            sendGroup(leader: waiter)
-        }
-        guard let outcome = waiter.outcome else { throw .misuse("a grouped statement left a request unanswered") }
-        return try outcome.get()
     }
 
-    /// Answers `leader` and the requests pending beside it with one statement, then hands the
-    /// turn to the first request that arrived meanwhile, if any.
-    private func sendGroup(leader: Waiter) {
-        let group = state.withLock { state -> [Waiter] in
-            let others = state.pending.prefix(limit - 1)
-            state.pending.removeFirst(others.count)
-            return [leader] + others
-        }
-        do throws(StorageError) {
-            let answers = try run(group.map(\.request))
-            guard answers.count == group.count else {
-                throw .misuse("a grouped statement gave \(answers.count) answers to \(group.count) requests")
+    /// The answer to `request`, from a statement sent after this call began; waits for it.
+    func submit(_ request: Request) throws(StorageError) -> Answer {
+        let answered = Answered<Answer>()
+        submit(request) { answered.set($0) }
+        return try answered.wait().get()
+    }
+
+    /// One sender: sends the pending requests, a group at a time, until none is left.
+    private func send() {
+        while let group = nextGroup() {
+            let outcomes: [Result<Answer, StorageError>]
+            do throws(StorageError) {
+                let answers = try run(group.map(\.request))
+                guard answers.count == group.count else {
+                    throw .misuse("a grouped statement gave \(answers.count) answers to \(group.count) requests")
+                }
+                outcomes = answers.map { .success($0) }
+            } catch {
+                outcomes = Array(repeating: .failure(error), count: group.count)
             }
-            for (waiter, answer) in zip(group, answers) { waiter.outcome = .success(answer) }
-        } catch {
-            for waiter in group { waiter.outcome = .failure(error) }
+            for (entry, outcome) in zip(group, outcomes) { entry.reply(outcome) }
         }
-        let next = state.withLock { state -> Waiter? in
+    }
+
+    /// The requests pending now (up to `limit`), or nil, ending the sender, when there are none.
+    private func nextGroup() -> [Entry]? {
+        state.withLock { state -> [Entry]? in
             guard !state.pending.isEmpty else {
-                state.inFlight -= 1
+                state.senders -= 1
                 return nil
             }
-            return state.pending.removeFirst()
+            let group = Array(state.pending.prefix(limit))
+            state.pending.removeFirst(group.count)
+            return group
         }
-        if let next {
-            next.leads = true
-            next.wake.signal()
-        }
-        for waiter in group.dropFirst() { waiter.wake.signal() }
+    }
+}
+
+/// One answer handed from a sender's thread to a caller waiting for it.
+private final class Answered<Answer: Sendable>: @unchecked Sendable {
+    // @unchecked: `outcome` is written once before `done.signal()` and read after `done.wait()`.
+    private let done = DispatchSemaphore(value: 0)
+    private var outcome: Result<Answer, StorageError>?
+
+    func set(_ outcome: Result<Answer, StorageError>) {
+        self.outcome = outcome
+        done.signal()
+    }
+
+    func wait() -> Result<Answer, StorageError> {
+        done.wait()
+        return outcome ?? .failure(.misuse("a grouped statement left a request unanswered"))
     }
 }

@@ -664,6 +664,12 @@ package final class PostgresTokenStore: TokenStore {
         try lookups.submit(TokenLookup(hash: hash, time: time))
     }
 
+    package func activeToken(
+        hash: [UInt8], at time: Int64, then reply: @escaping @Sendable (Result<TokenRecord?, StorageError>) -> Void
+    ) {
+        lookups.submit(TokenLookup(hash: hash, time: time), then: reply)
+    }
+
     /// The active tokens among the hashes `$1` (a `BYTEA[]`) that expire after `$2`: the token's
     /// integration active and not suspended, its device active.
     private static let selectActiveTokens = """

@@ -310,6 +310,17 @@ package struct RefreshInputs: Sendable, Equatable {
 }
 
 extension TokenStore {
+    /// Answered at once, for a store where a lookup costs no round trip (SQLite).
+    package func activeToken(
+        hash: [UInt8], at time: Int64, then reply: @escaping @Sendable (Result<TokenRecord?, StorageError>) -> Void
+    ) {
+        do throws(StorageError) {
+            reply(.success(try activeToken(hash: hash, at: time)))
+        } catch {
+            reply(.failure(error))
+        }
+    }
+
     /// Three reads, for a store where a read costs no round trip (SQLite).
     package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
         RefreshInputs(
@@ -368,6 +379,9 @@ package protocol TokenStore: Sendable {
     /// The unexpired token with this hash whose integration is active (not revoked, not suspended)
     /// and whose device is not blocked.
     func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord?
+    /// `activeToken(hash:at:)` answered through `reply`, exactly once: at once, or later from
+    /// another thread while the caller goes on (a store whose lookup is a round trip).
+    func activeToken(hash: [UInt8], at time: Int64, then reply: @escaping @Sendable (Result<TokenRecord?, StorageError>) -> Void)
     /// Deletes expired tokens and challenges that expired before `time`; returns how many rows went.
     func purgeExpired(at time: Int64) throws(StorageError) -> Int
     /// Counts and size for the metrics gauges.

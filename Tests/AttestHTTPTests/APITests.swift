@@ -9,9 +9,9 @@ import Testing
 
 @Suite("attestd over real HTTP (port 0, synthetic devices)")
 struct APITests {
-    @Test("challenge, attest, authorize, introspect, refresh by assertion, revoke")
-    func wholeFlow() throws {
-        let world = try HTTPWorld()
+    @Test("challenge, attest, authorize, introspect, refresh by assertion, revoke", arguments: StoreBackend.available)
+    func wholeFlow(_ backend: StoreBackend) throws {
+        let world = try HTTPWorld(backend)
         let client = try world.client()
         var device = try SyntheticDevice()
 
@@ -156,7 +156,7 @@ struct APITests {
         let world = try HTTPWorld { $0.busyTimeoutMilliseconds = 100 }
         let client = try world.client()
         let payload = #"{"client_id":"\#(world.integration.clientID)"}"#
-        let holder = try SQLiteDatabase(path: world.directory.appendingPathComponent("attestd.sqlite").path)
+        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
         try holder.execute("PRAGMA user_version")  // open the file before taking the lock
         let busy: RawHTTPResponse = try holder.immediateTransaction {
             try holder.execute("UPDATE integrations SET name = name WHERE 0")
@@ -285,10 +285,11 @@ struct APITests {
         }
         for challenge in challenges where challenge.count == 43 { #expect(!logs.contains(challenge)) }
         #expect(!logs.contains(Data(device.keyID).base64EncodedString()))
-        let files = try FileManager.default.contentsOfDirectory(atPath: world.directory.path).filter { $0.hasPrefix("attestd.sqlite") }
+        let folder = world.sqliteFile.deletingLastPathComponent()
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasPrefix("attestd.sqlite") }
         #expect(files.contains("attestd.sqlite-wal"))
         for file in files {
-            let contents = try Data(contentsOf: world.directory.appendingPathComponent(file))
+            let contents = try Data(contentsOf: folder.appendingPathComponent(file))
             for token in tokens { #expect(contents.range(of: Data(token.utf8.dropFirst(4))) == nil, "\(file) holds a token") }
         }
     }

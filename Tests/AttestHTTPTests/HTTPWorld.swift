@@ -26,8 +26,10 @@ final class HTTPWorld {
     let integration: IntegrationRecord
     let appID: AppID
     let gatewaySecret = "gateway-secret-for-tests-0123456789"
+    /// The database: a SQLite file in `directory`, or a PostgreSQL database of its own.
+    let location: TestStoreLocation
 
-    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    init(_ backend: StoreBackend = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-http-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         pki = try SyntheticPKI(validAround: Int64(Date().timeIntervalSince1970))
@@ -37,7 +39,8 @@ final class HTTPWorld {
         try (gatewaySecret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
         var configuration = ServerConfiguration()
         configuration.port = 0
-        configuration.database = .sqlite(path: directory.appendingPathComponent("attestd.sqlite").path)
+        location = try TestStoreLocation(backend)
+        configuration.database = location.location
         configuration.trustAnchorFile = anchorFile.path
         configuration.gatewaySecretFile = secretFile.path
         configuration.perAddress = .unlimited
@@ -46,9 +49,8 @@ final class HTTPWorld {
         configuration.challengePerIntegration = .unlimited
         configure(&configuration)
         server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink))
-        // A second connection to the same file, as attestctl in another process would have.
-        let adminStore = try SQLiteTokenStore(path: directory.appendingPathComponent("attestd.sqlite").path, readerCount: 1, migrateAt: 0)
-        admin = IntegrationAdmin(store: adminStore)
+        // A second connection to the same database, as attestctl in another process would have.
+        admin = IntegrationAdmin(store: try location.open(at: 0, connections: 1))
         integration = try admin.create(
             workspaceID: "ws_http", name: "HTTP test", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"],
             environments: [.production, .development])
@@ -58,6 +60,12 @@ final class HTTPWorld {
     deinit {
         server.stop()
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// The SQLite file of a SQLite world.
+    var sqliteFile: URL {
+        guard case .sqlite(let path) = location.location else { return directory.appendingPathComponent("not-sqlite") }
+        return URL(fileURLWithPath: path)
     }
 
     func client() throws -> RawHTTPClient { try RawHTTPClient(port: server.http.port) }
