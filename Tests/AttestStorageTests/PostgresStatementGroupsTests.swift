@@ -123,6 +123,24 @@ struct PostgresStatementGroupsTests {
         #expect(table.statementCount == 3)
     }
 
+    @Test("a lookup with a callback returns at once; the answer comes through the callback once the statement has run")
+    func callback() throws {
+        let table = Table([Self.token(1)])
+        let lookups = Lookups(concurrency: 1, run: table.run)
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Mutex<Result<TokenRecord?, StorageError>?>(nil)
+        lookups.submit(Self.token(1).tokenHash) { outcome in
+            answer.withLock { $0 = outcome }
+            answered.signal()
+        }
+        // Returned while the statement is held: nothing answered yet.
+        Self.waitUntil { table.statementCount == 1 }
+        #expect(answer.withLock { $0 } == nil)
+        table.release.signal()
+        #expect(answered.wait(timeout: .now() + 10) == .success)
+        #expect(try answer.withLock { $0 }?.get() == Self.token(1))
+    }
+
     @Test("token lookups in one statement: each caller's own time decides expiry, and a hash asked twice is answered twice")
     func ownTime() {
         let lookups = [(1, 999), (1, 1000), (2, 1000), (1, 999), (3, 5)].map {
