@@ -1,4 +1,5 @@
 import Dispatch
+internal import Glibc
 import Synchronization
 
 /// Runs requests that arrive while a statement is in flight together in the next statement, as a
@@ -17,6 +18,11 @@ import Synchronization
 /// on serving other connections while its request waits; the senders run on Dispatch's global
 /// queue and block on their round trips, never on an HTTP worker. `submit(_:)` waits for the
 /// answer, for callers that have nothing else to do.
+///
+/// Under load the sender pauses briefly before taking the next group (`gatherPause`, after a
+/// group of at least `gatherAfter` requests that was not full), so that more requests share the
+/// next statement, as PostgreSQL's own `commit_delay` waits for `commit_siblings`: a light load
+/// (small groups) pays no delay, and a group that was full sends the next one at once.
 final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendable {
     /// Answers `requests` (in their order, one answer each) with one statement.
     typealias Run = @Sendable (_ requests: [Request]) throws(StorageError) -> [Answer]
@@ -37,12 +43,19 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     private let state = Mutex(State())
     private let concurrency: Int
     private let limit: Int
+    private let gatherAfter: Int
+    private let gatherPauseMicroseconds: UInt32
     private let run: Run
 
-    /// `concurrency`: statements in flight at most; `limit`: requests in one statement at most.
-    init(concurrency: Int, limit: Int = 64, run: @escaping Run) {
+    /// `concurrency`: statements in flight at most; `limit`: requests in one statement at most;
+    /// `gatherAfter`, `gatherPauseMicroseconds`: the pause under load (0 microseconds: none).
+    init(
+        concurrency: Int, limit: Int = 64, gatherAfter: Int = 8, gatherPauseMicroseconds: UInt32 = 300, run: @escaping Run
+    ) {
         self.concurrency = max(1, concurrency)
         self.limit = max(1, limit)
+        self.gatherAfter = max(1, gatherAfter)
+        self.gatherPauseMicroseconds = gatherPauseMicroseconds
         self.run = run
     }
 
@@ -84,6 +97,9 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
                 outcomes = Array(repeating: .failure(error), count: group.count)
             }
             for (entry, outcome) in zip(group, outcomes) { entry.reply(outcome) }
+            if gatherPauseMicroseconds > 0 && group.count >= gatherAfter && group.count < limit {
+                usleep(gatherPauseMicroseconds)
+            }
         }
     }
 
