@@ -8,21 +8,22 @@ import Synchronization
 /// are independent reads. (Grouping challenge inserts the same way was measured and dropped: it
 /// cost refreshes about 10 % on this machine, docs/BENCHMARKS.md.)
 ///
-/// Nothing is cached or delayed: a request joins only a group whose statement has not been sent
-/// yet, so every answer comes from a statement that started after its request arrived (and sees
-/// whatever committed before, a revocation included). At most `concurrency` statements are in
-/// flight, each sent by a sender that takes every request pending (up to `limit`) when it starts
-/// one; a request that finds a sender free starts one at once.
+/// Nothing is cached: a request joins only a group whose statement has not been sent yet, so
+/// every answer comes from a statement that started after its request arrived (and sees whatever
+/// committed before, a revocation included). One statement is in flight at a time, sent by one
+/// sender that takes every request pending (up to `limit`) when it starts it; a request that
+/// finds no sender running starts one. (Two senders split the groups: authorize measured 20,700
+/// per second against 37,200 with one, docs/BENCHMARKS.md.)
 ///
 /// Requests are answered through a callback (`submit(_:then:)`), so that an HTTP worker can go
-/// on serving other connections while its request waits; the senders run on Dispatch's global
-/// queue and block on their round trips, never on an HTTP worker. `submit(_:)` waits for the
+/// on serving other connections while its request waits; the sender runs on Dispatch's global
+/// queue and blocks on its round trips, never on an HTTP worker. `submit(_:)` waits for the
 /// answer, for callers that have nothing else to do.
 ///
-/// Under load the sender pauses briefly before taking the next group (`gatherPause`, after a
-/// group of at least `gatherAfter` requests that was not full), so that more requests share the
-/// next statement, as PostgreSQL's own `commit_delay` waits for `commit_siblings`: a light load
-/// (small groups) pays no delay, and a group that was full sends the next one at once.
+/// Under load the sender pauses briefly before taking the next group (`gatherPauseMicroseconds`,
+/// after a group of at least `gatherAfter` requests that was not full), so that more requests
+/// share the next statement, as PostgreSQL's own `commit_delay` waits for `commit_siblings`: a
+/// light load (small groups) pays no delay, and a full group is followed at once.
 final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendable {
     /// Answers `requests` (in their order, one answer each) with one statement.
     typealias Run = @Sendable (_ requests: [Request]) throws(StorageError) -> [Answer]
@@ -36,26 +37,23 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
 
     private struct State {
         var pending: [Entry] = []
-        /// Senders running (each sends one statement at a time).
-        var senders = 0
+        /// Whether the sender is running.
+        var sending = false
     }
 
     private let state = Mutex(State())
-    private let concurrency: Int
+    /// Requests in one statement at most.
     private let limit: Int
-    private let gatherAfter: Int
-    private let gatherPauseMicroseconds: UInt32
     private let run: Run
+    /// The pause under load: after a group of at least this many requests...
+    private static var gatherAfter: Int { 8 }
+    /// ...that was not full, the sender waits this long before taking the next (measured in
+    /// docs/BENCHMARKS.md).
+    private static var gatherPauseMicroseconds: UInt32 { 300 }
 
-    /// `concurrency`: statements in flight at most; `limit`: requests in one statement at most;
-    /// `gatherAfter`, `gatherPauseMicroseconds`: the pause under load (0 microseconds: none).
-    init(
-        concurrency: Int, limit: Int = 64, gatherAfter: Int = 8, gatherPauseMicroseconds: UInt32 = 300, run: @escaping Run
-    ) {
-        self.concurrency = max(1, concurrency)
+    /// `limit`: requests in one statement at most.
+    init(limit: Int = 64, run: @escaping Run) {
         self.limit = max(1, limit)
-        self.gatherAfter = max(1, gatherAfter)
-        self.gatherPauseMicroseconds = gatherPauseMicroseconds
         self.run = run
     }
 
@@ -67,8 +65,8 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     func submit(_ request: Request, then reply: @escaping Reply) {
         let startsSender = state.withLock { state -> Bool in
             state.pending.append(Entry(request: request, reply: reply))
-            guard state.senders < concurrency else { return false }
-            state.senders += 1
+            guard !state.sending else { return false }
+            state.sending = true
             return true
         }
         if startsSender {
@@ -83,7 +81,7 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
         return try answered.wait().get()
     }
 
-    /// One sender: sends the pending requests, a group at a time, until none is left.
+    /// The sender: sends the pending requests, a group at a time, until none is left.
     private func send() {
         while let group = nextGroup() {
             let outcomes: [Result<Answer, StorageError>]
@@ -97,9 +95,7 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
                 outcomes = Array(repeating: .failure(error), count: group.count)
             }
             for (entry, outcome) in zip(group, outcomes) { entry.reply(outcome) }
-            if gatherPauseMicroseconds > 0 && group.count >= gatherAfter && group.count < limit {
-                usleep(gatherPauseMicroseconds)
-            }
+            if group.count >= Self.gatherAfter && group.count < limit { usleep(Self.gatherPauseMicroseconds) }
         }
     }
 
@@ -107,7 +103,7 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     private func nextGroup() -> [Entry]? {
         state.withLock { state -> [Entry]? in
             guard !state.pending.isEmpty else {
-                state.senders -= 1
+                state.sending = false
                 return nil
             }
             let group = Array(state.pending.prefix(limit))

@@ -53,11 +53,10 @@ package final class PostgresTokenStore: TokenStore {
     package init(unconnected settings: PostgresSettings) {
         let pool = PostgresPool(settings: settings)
         self.pool = pool
-        // One lookup statement in flight: every lookup that arrives meanwhile joins the next, so
-        // groups grow with the load (up to 64) instead of the statements; two senders measured
-        // 20,700 authorize/s against 37,200 for one (docs/BENCHMARKS.md). The other connections
-        // stay free for challenges, refreshes and registrations.
-        lookups = PostgresStatementGroups(concurrency: 1) { requests throws(StorageError) in
+        // One lookup statement in flight at a time: the lookups that arrive meanwhile join the
+        // next, so the groups grow with the load instead of the statements, and the other
+        // connections stay free for challenges, refreshes and registrations.
+        lookups = PostgresStatementGroups { requests throws(StorageError) in
             let hashes = Array(Set(requests.map(\.hash)))
             let rows = try pool.withConnection { connection throws(StorageError) in
                 try connection.query(Self.selectActiveTokens, [PostgresArrays.bytea(hashes), .integer(requests.map(\.time).min() ?? 0)])
@@ -478,7 +477,6 @@ package final class PostgresTokenStore: TokenStore {
 
     // MARK: Challenges
 
-    @discardableResult
     package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
         try write { connection throws(StorageError) -> Bool in
             try connection.query(Self.insertChallengeForActive, [.blob(id), .text(clientID), .integer(createdAt), .integer(expiresAt)])
@@ -495,7 +493,6 @@ package final class PostgresTokenStore: TokenStore {
         SELECT $1, client_id, $3, $4 FROM integrations WHERE client_id = $2 AND status = 'active' AND suspended_at IS NULL
         """
 
-    @discardableResult
     package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
         try transaction { connection throws(StorageError) -> Bool in
             try connection.query("DELETE FROM challenges WHERE id = $1", [.blob(id)])

@@ -224,7 +224,6 @@ package final class SQLiteTokenStore: TokenStore {
 
     // MARK: Challenges
 
-    @discardableResult
     package func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
         // Not durable: losing an issued, unused challenge to a power cut only costs the device a retry.
         try write(durable: false) { database throws(StorageError) -> Bool in
@@ -239,7 +238,6 @@ package final class SQLiteTokenStore: TokenStore {
         SELECT ?1, client_id, ?3, ?4 FROM integrations WHERE client_id = ?2 AND status = 'active' AND suspended_at IS NULL
         """
 
-    @discardableResult
     package func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool {
         try write { database throws(StorageError) -> Bool in
             try Self.run(database, "DELETE FROM challenges WHERE id = ?", [.blob(id)])

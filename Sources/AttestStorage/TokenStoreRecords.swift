@@ -345,12 +345,10 @@ package protocol TokenStore: Sendable {
     /// Stores a new challenge when the integration `clientID` is active (not revoked, not
     /// suspended); false, storing nothing, when it is not or does not exist. One statement, so
     /// that a challenge costs one round trip to a database server.
-    @discardableResult
     func insertChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool
     /// Stores a challenge, replacing any earlier one with the same ID (test-mode seeding only,
     /// where recorded devices reuse fixed client data); false, as `insertChallenge`, when the
     /// integration is not active.
-    @discardableResult
     func replaceChallenge(id: [UInt8], clientID: String, createdAt: Int64, expiresAt: Int64) throws(StorageError) -> Bool
     /// The challenge with this ID, without consuming it.
     func challenge(id: [UInt8]) throws(StorageError) -> ChallengeState?

@@ -236,8 +236,9 @@ struct IntegrationCommandTests {
         let clientID = created.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
         let store = try SQLiteTokenStore(existingAt: database)
         let keyID = [UInt8](repeating: 7, count: 32)
-        try store.insertChallenge(
-            id: [UInt8](repeating: 1, count: 32), clientID: clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300)
+        #expect(
+            try store.insertChallenge(
+                id: [UInt8](repeating: 1, count: 32), clientID: clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300))
         let state = ReceiptState(
             verdict: "valid", type: "ATTEST", createdAt: 1_799_999_000, expiresAt: 1_807_775_000, riskMetric: nil, refreshedAt: nil)
         _ = try store.registerDevice(

@@ -19,7 +19,7 @@ struct StoreCommandTests {
         _ = try admin.revoke(clientID: gone.clientID)
         for seed in UInt8(1)...3 {
             let id = [UInt8](repeating: seed, count: 32)
-            try store.insertChallenge(id: id, clientID: kept.clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300)
+            #expect(try store.insertChallenge(id: id, clientID: kept.clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300))
             let device = DeviceRecord(
                 keyID: [UInt8](repeating: seed, count: 32), clientID: kept.clientID, publicKey: [4] + [UInt8](repeating: seed, count: 64),
                 counter: UInt32(seed), environment: "production", receipt: [], status: .active, createdAt: 1_800_000_000,

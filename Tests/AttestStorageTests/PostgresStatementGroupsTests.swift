@@ -74,7 +74,7 @@ struct PostgresStatementGroupsTests {
     @Test("lookups that arrive while one is in flight go together in the next statement, each with its own answer")
     func grouping() throws {
         let table = Table([Self.token(1), Self.token(2)])
-        let lookups = Lookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(run: table.run)
         let first = Pending(lookups, Self.token(1).tokenHash)
         Self.waitUntil { table.statementCount == 1 }
         let queued = [1, 2, 1, 3].map { Pending(lookups, [UInt8](repeating: $0, count: 32)) }
@@ -93,7 +93,7 @@ struct PostgresStatementGroupsTests {
     @Test("a lookup never shares a statement sent before it arrived: a revocation committed meanwhile is seen")
     func noEarlierStatement() throws {
         let table = Table([Self.token(1)])
-        let lookups = Lookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(run: table.run)
         let before = Pending(lookups, Self.token(1).tokenHash)
         Self.waitUntil { table.statementCount == 1 }
         table.rows.withLock { $0 = [:] }  // revoked while the first statement is in flight
@@ -109,7 +109,7 @@ struct PostgresStatementGroupsTests {
     func failure() throws {
         let table = Table([Self.token(1), Self.token(2)])
         table.failing.withLock { $0 = [Self.token(2).tokenHash] }
-        let lookups = Lookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(run: table.run)
         let first = Pending(lookups, Self.token(1).tokenHash)
         Self.waitUntil { table.statementCount == 1 }
         let group = [Pending(lookups, Self.token(1).tokenHash), Pending(lookups, Self.token(2).tokenHash)]
@@ -126,7 +126,7 @@ struct PostgresStatementGroupsTests {
     @Test("a lookup with a callback returns at once; the answer comes through the callback once the statement has run")
     func callback() throws {
         let table = Table([Self.token(1)])
-        let lookups = Lookups(concurrency: 1, run: table.run)
+        let lookups = Lookups(run: table.run)
         let answered = DispatchSemaphore(value: 0)
         let answer = Mutex<Result<TokenRecord?, StorageError>?>(nil)
         lookups.submit(Self.token(1).tokenHash) { outcome in

@@ -52,9 +52,10 @@ struct TokenStoreContractTests {
         @discardableResult
         func challenge(_ seed: UInt8, expiresIn: Int64 = 300) throws -> [UInt8] {
             let id = [UInt8](repeating: seed, count: 32)
-            try store.insertChallenge(
+            let stored = try store.insertChallenge(
                 id: id, clientID: integration.clientID, createdAt: TokenStoreContractTests.time,
                 expiresAt: TokenStoreContractTests.time + expiresIn)
+            guard stored else { throw StorageError.misuse("the challenge's integration is not active") }
             return id
         }
 
@@ -114,7 +115,7 @@ struct TokenStoreContractTests {
         #expect(try !world.store.consumeChallenge(id: id, at: Self.time))
         #expect(try !world.store.consumeChallenge(id: [UInt8](repeating: 7, count: 32), at: Self.time))
         #expect(throws: StorageError(.constraint, "")) { try world.challenge(1) }
-        try world.store.replaceChallenge(id: id, clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
+        #expect(try world.store.replaceChallenge(id: id, clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60))
         #expect(try world.store.challenge(id: id) == ChallengeState(clientID: "clid_contract", expiresAt: Self.time + 60, consumed: false))
     }
 
@@ -261,9 +262,10 @@ struct TokenStoreContractTests {
         let failures = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 40) { index in
             do {
-                try nodes[index % 2].insertChallenge(
+                let stored = try nodes[index % 2].insertChallenge(
                     id: [UInt8](repeating: UInt8(index), count: 32), clientID: index % 3 == 0 ? "clid_other" : world.integration.clientID,
                     createdAt: Self.time, expiresAt: Self.time + Int64(index) + 1)
+                if !stored { failures.withLock { $0 += 1 } }
             } catch {
                 failures.withLock { $0 += 1 }
             }
