@@ -42,30 +42,37 @@ let package = Package(
         .target(name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
         .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "AttestOptions", swiftSettings: strict),
+        // The one logger and the one Prometheus text writer, for every edge.
+        .target(name: "AttestObservability", dependencies: ["AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestAppleClient", dependencies: ["CLibCurl", "AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestSimulator", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
         // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
         .target(
             name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"], swiftSettings: strict),
         .target(
-            name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage"], swiftSettings: strict),
+            name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestObservability", "AttestStorage"],
+            swiftSettings: strict),
         .target(
-            name: "AttestReceipts", dependencies: ["AttestAppleClient", "AttestCore", "AttestCrypto", "AttestService", "AttestStorage"],
+            name: "AttestReceipts",
+            dependencies: ["AttestAppleClient", "AttestCore", "AttestCrypto", "AttestObservability", "AttestService", "AttestStorage"],
             swiftSettings: strict),
         .target(
             name: "AttestHTTP",
             dependencies: [
                 "AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestStorage", "AttestOptions", "AttestReceipts",
-                "AttestAppleClient",
+                "AttestAppleClient", "AttestObservability",
             ],
             swiftSettings: strict),
         .target(
             name: "AttestCLI",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestSimulator", "AttestOptions"],
+            dependencies: [
+                "AttestCore", "AttestCrypto", "AttestObservability", "AttestService", "AttestStorage", "AttestSimulator", "AttestOptions",
+            ],
             swiftSettings: strict),
 
         .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
-        .executableTarget(name: "attestd", dependencies: ["AttestHTTP", "AttestService", "AttestOptions"], swiftSettings: strict),
+        .executableTarget(
+            name: "attestd", dependencies: ["AttestHTTP", "AttestObservability", "AttestService", "AttestOptions"], swiftSettings: strict),
         // A developer tool for scripts/bench-*, never installed: it measures the recorded fixtures, so it may use AttestTesting.
         .executableTarget(
             name: "attest-bench",
@@ -89,7 +96,8 @@ let package = Package(
         .testTarget(
             name: "AttestHTTPTests",
             dependencies: [
-                "AttestHTTP", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting",
+                "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto",
+                "AttestTesting",
             ], swiftSettings: strict),
         .testTarget(
             name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting"],
@@ -98,14 +106,18 @@ let package = Package(
             name: "AttestStorageTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestCLITests",
-            dependencies: ["AttestCLI", "AttestHTTP", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting"],
+            dependencies: [
+                "AttestCLI", "AttestHTTP", "AttestObservability", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting",
+            ],
             swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),
+        .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability"], swiftSettings: strict),
         .testTarget(
             name: "AttestReceiptsTests",
             dependencies: [
-                "AttestReceipts", "AttestAppleClient", "AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestService", "AttestStorage",
-                "AttestTesting",
+                "AttestReceipts", "AttestAppleClient", "AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestObservability",
+                "AttestService",
+                "AttestStorage", "AttestTesting",
             ], swiftSettings: strict),
     ]
 )

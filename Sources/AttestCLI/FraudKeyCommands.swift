@@ -1,4 +1,5 @@
 import AttestCrypto
+import AttestObservability
 import AttestOptions
 import AttestService
 import AttestStorage

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestCrypto
+import AttestObservability
 import AttestOptions
 import AttestService
 import AttestStorage

@@ -1,6 +1,7 @@
 import AttestCore
 import AttestCrypto
 package import AttestHTTPServer
+package import AttestObservability
 package import AttestService
 import Foundation
 import Synchronization
@@ -94,8 +95,9 @@ package struct AttestAPI: HTTPResponder {
 
     /// What a request's log line says besides route and status.
     struct RequestLog {
-        /// The client ID as the request gave it, cut to 64 bytes: a client ID is at most 64
-        /// characters, and an unbounded one must not make an unbounded log line.
+        /// The client ID as the request gave it (also when malformed, to help whoever reads the
+        /// log), cut to 64 bytes: an unbounded one must not make an unbounded log line. The log
+        /// writer escapes it; nothing is keyed by it.
         var clientID: String? {
             get { storedClientID }
             set {
@@ -299,8 +301,8 @@ package struct AttestAPI: HTTPResponder {
 
     private func challenge(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(request, required: [.clientID])
-        let clientID = fields[.clientID] ?? ""
-        log.clientID = clientID
+        log.clientID = fields[.clientID]
+        let clientID = try RequestDecoding.clientID(fields[.clientID] ?? "")
         let issued = try serviceCall { () throws(ServiceError) in
             try service.issueChallenge(clientID: clientID, from: log.client)
         }
@@ -309,8 +311,8 @@ package struct AttestAPI: HTTPResponder {
 
     private func attest(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(request, required: [.clientID, .keyID, .attestation, .challenge])
-        let clientID = fields[.clientID] ?? ""
-        log.clientID = clientID
+        log.clientID = fields[.clientID]
+        let clientID = try presentedClientID(fields)
         let token = try verified(.attestation, clientID: clientID) { () throws(ServiceError) -> IssuedToken in
             let challenge = try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: settings.testClock != nil)
             let (keyID, object) = try spendingOnFailure(challenge) { () throws(ServiceError) in
@@ -327,8 +329,8 @@ package struct AttestAPI: HTTPResponder {
 
     private func token(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(request, required: [.clientID, .keyID, .assertion, .challenge])
-        let clientID = fields[.clientID] ?? ""
-        log.clientID = clientID
+        log.clientID = fields[.clientID]
+        let clientID = try presentedClientID(fields)
         let token = try verified(.assertion, clientID: clientID) { () throws(ServiceError) -> IssuedToken in
             let challenge = try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: settings.testClock != nil)
             let (keyID, object) = try spendingOnFailure(challenge) { () throws(ServiceError) in
@@ -341,6 +343,20 @@ package struct AttestAPI: HTTPResponder {
                 RefreshRequest(clientID: clientID, keyID: keyID, assertion: object, challenge: challenge), from: log.client)
         }
         return tokenResponse(token)
+    }
+
+    /// The client ID of an attest or refresh request. A malformed one is refused before anything
+    /// is keyed by it; the request's challenge, when well formed, is spent first like any other
+    /// malformed field's (spent on first presentation).
+    private func presentedClientID(_ fields: [ServiceError.RequestField: String]) throws(Problem) -> ClientID {
+        do {
+            return try RequestDecoding.clientID(fields[.clientID] ?? "")
+        } catch {
+            if let challenge = try? RequestDecoding.challenge(fields[.challenge] ?? "", seeded: settings.testClock != nil) {
+                try serviceCall { () throws(ServiceError) in try service.spend(challenge) }
+            }
+            throw error
+        }
     }
 
     /// Decodes the other fields of a request whose challenge was well formed; if one is
@@ -365,17 +381,17 @@ package struct AttestAPI: HTTPResponder {
     /// Runs a verification, recording its outcome in the metrics: overall, and per integration
     /// once the outcome shows that the client ID names a real integration.
     private func verified(
-        _ kind: Metrics.VerificationKind, clientID: String, _ body: () throws(ServiceError) -> IssuedToken
+        _ kind: Metrics.VerificationKind, clientID: ClientID, _ body: () throws(ServiceError) -> IssuedToken
     ) throws(Problem) -> IssuedToken {
         do {
             let token = try body()
-            metrics.recordOutcome(kind: kind, outcome: "ok", integration: clientID)
+            metrics.recordOutcome(kind: kind, outcome: "ok", integration: clientID.text)
             return token
         } catch {
             switch (error.code, error.subcode) {
             case (.attestationRejected, _), (.assertionRejected, _), (.malformedRequest, .check):
                 // Only reached after the integration was found: its client ID is a real one.
-                metrics.recordOutcome(kind: kind, outcome: error.subcode.identifier, integration: clientID)
+                metrics.recordOutcome(kind: kind, outcome: error.subcode.identifier, integration: clientID.text)
             case (.malformedRequest, _):
                 metrics.recordOutcome(kind: kind, outcome: error.subcode.identifier, integration: nil)
             default:
@@ -528,10 +544,11 @@ package struct AttestAPI: HTTPResponder {
 
     private func seedChallenge(_ request: HTTPRequest, _ log: inout RequestLog) throws(Problem) -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(request, required: [.clientID, .challenge])
+        let clientID = try RequestDecoding.clientID(fields[.clientID] ?? "")
         guard let bytes = Base64Text.decode(fields[.challenge] ?? "", .url), let challenge = Challenge(bytes, seeded: true) else {
             throw Problem.malformed(.field(.challenge), "challenge must be base64url (no padding) of 1 to 256 bytes")
         }
-        try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: fields[.clientID] ?? "", challenge: challenge) }
+        try serviceCall { () throws(ServiceError) in try service.seedChallenge(clientID: clientID, challenge: challenge) }
         return JSONBody.response([("seeded", true)])
     }
 }

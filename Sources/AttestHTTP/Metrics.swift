@@ -1,3 +1,4 @@
+import AttestObservability
 import AttestService
 import Synchronization
 
@@ -114,82 +115,60 @@ package final class Metrics: Sendable, ServiceObserver {
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
     func render(gauges: [(name: String, help: String, value: Int)]) -> String {
         let snapshot = state.withLock { $0 }
-        var lines: [String] = []
-        lines += [
-            "# HELP attestd_build_info Build information.", "# TYPE attestd_build_info gauge",
-            "attestd_build_info{version=\"\(version)\"} 1",
-        ]
-        lines += ["# HELP attestd_http_requests_total HTTP requests by route and status.", "# TYPE attestd_http_requests_total counter"]
+        var out = PrometheusText()
+        out.family("attestd_build_info", .gauge, help: "Build information.")
+        out.sample("attestd_build_info", ["version": version], 1)
+        out.family("attestd_http_requests_total", .counter, help: "HTTP requests by route and status.")
         for (key, value) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
-            lines.append("attestd_http_requests_total{route=\"\(key.route)\",status=\"\(key.status)\"} \(value)")
+            out.sample("attestd_http_requests_total", ["route": key.route, "status": String(key.status)], value)
         }
-        lines += [
-            "# HELP attestd_verifications_total Attestation and assertion verifications by outcome (ok or the failed check).",
-            "# TYPE attestd_verifications_total counter",
-        ]
+        out.family(
+            "attestd_verifications_total", .counter,
+            help: "Attestation and assertion verifications by outcome (ok or the failed check).")
         for (key, value) in snapshot.outcomes.sorted(by: { $0.key < $1.key }) {
-            lines.append("attestd_verifications_total{kind=\"\(key.kind)\",outcome=\"\(key.outcome)\"} \(value)")
+            out.sample("attestd_verifications_total", ["kind": key.kind, "outcome": key.outcome], value)
         }
-        lines += [
-            "# HELP attestd_integration_verifications_total Attestation and assertion verifications per registered integration, "
-                + "by result (ok or failed).",
-            "# TYPE attestd_integration_verifications_total counter",
-        ]
+        out.family(
+            "attestd_integration_verifications_total", .counter,
+            help: "Attestation and assertion verifications per registered integration, by result (ok or failed).")
         for (key, value) in snapshot.integrations.sorted(by: { $0.key < $1.key }) {
-            lines.append(
-                "attestd_integration_verifications_total{client_id=\"\(key.clientID)\",kind=\"\(key.kind)\",result=\"\(key.result)\"} \(value)"
-            )
+            out.sample(
+                "attestd_integration_verifications_total", ["client_id": key.clientID, "kind": key.kind, "result": key.result], value)
         }
-        lines += [
-            "# HELP attestd_storage_errors_total Requests refused with 503 storage_unavailable (or 500 internal_error), by cause.",
-            "# TYPE attestd_storage_errors_total counter",
-        ]
+        out.family(
+            "attestd_storage_errors_total", .counter,
+            help: "Requests refused with 503 storage_unavailable (or 500 internal_error), by cause.")
         for (reason, value) in snapshot.storageErrors.sorted(by: { $0.key < $1.key }) {
-            lines.append("attestd_storage_errors_total{reason=\"\(reason)\"} \(value)")
+            out.sample("attestd_storage_errors_total", ["reason": reason], value)
         }
-        lines += [
-            "# HELP attestd_receipts_total Receipts checked (at attestation and after Apple refreshed them), by result (valid or the check that failed).",
-            "# TYPE attestd_receipts_total counter",
-        ]
+        out.family(
+            "attestd_receipts_total", .counter,
+            help: "Receipts checked (at attestation and after Apple refreshed them), by result (valid or the check that failed).")
         for (result, value) in snapshot.receipts.sorted(by: { $0.key < $1.key }) {
-            lines.append("attestd_receipts_total{result=\"\(result)\"} \(value)")
+            out.sample("attestd_receipts_total", ["result": result], value)
         }
-        lines += [
-            "# HELP attestd_risk_metric Apple's fraud-risk metric of devices' receipts, per integration.",
-            "# TYPE attestd_risk_metric histogram",
-        ]
+        out.family("attestd_risk_metric", .histogram, help: "Apple's fraud-risk metric of devices' receipts, per integration.")
         for (clientID, histogram) in snapshot.risk.sorted(by: { $0.key < $1.key }) {
-            for (index, bound) in Metrics.riskBuckets.enumerated() {
-                lines.append("attestd_risk_metric_bucket{client_id=\"\(clientID)\",le=\"\(bound)\"} \(histogram.counts[index])")
-            }
-            lines.append("attestd_risk_metric_bucket{client_id=\"\(clientID)\",le=\"+Inf\"} \(histogram.count)")
-            lines.append("attestd_risk_metric_sum{client_id=\"\(clientID)\"} \(histogram.sum)")
-            lines.append("attestd_risk_metric_count{client_id=\"\(clientID)\"} \(histogram.count)")
+            out.histogram(
+                "attestd_risk_metric", labels: [("client_id", clientID)], bounds: Metrics.riskBuckets.map(String.init),
+                counts: histogram.counts, sum: String(histogram.sum), count: histogram.count)
         }
-        lines += [
-            "# HELP attestd_connections_refused_total Connections refused, by reason (per_address: the address held its whole share).",
-            "# TYPE attestd_connections_refused_total counter",
-            "attestd_connections_refused_total{reason=\"per_address\"} \(snapshot.refusedConnections)",
-        ]
-        lines += [
-            "# HELP attestd_tokens_minted_total Access tokens issued.", "# TYPE attestd_tokens_minted_total counter",
-            "attestd_tokens_minted_total \(snapshot.tokensMinted)",
-        ]
+        out.family(
+            "attestd_connections_refused_total", .counter,
+            help: "Connections refused, by reason (per_address: the address held its whole share).")
+        out.sample("attestd_connections_refused_total", ["reason": "per_address"], snapshot.refusedConnections)
+        out.family("attestd_tokens_minted_total", .counter, help: "Access tokens issued.")
+        out.sample("attestd_tokens_minted_total", snapshot.tokensMinted)
         for gauge in gauges {
-            lines += ["# HELP \(gauge.name) \(gauge.help)", "# TYPE \(gauge.name) gauge", "\(gauge.name) \(gauge.value)"]
+            out.family(gauge.name, .gauge, help: gauge.help)
+            out.sample(gauge.name, gauge.value)
         }
-        lines += [
-            "# HELP attestd_http_request_duration_seconds Request latency by route.",
-            "# TYPE attestd_http_request_duration_seconds histogram",
-        ]
+        out.family("attestd_http_request_duration_seconds", .histogram, help: "Request latency by route.")
         for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
-            for (index, bound) in Metrics.latencyBuckets.enumerated() {
-                lines.append("attestd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"\(bound)\"} \(histogram.counts[index])")
-            }
-            lines.append("attestd_http_request_duration_seconds_bucket{route=\"\(route)\",le=\"+Inf\"} \(histogram.count)")
-            lines.append("attestd_http_request_duration_seconds_sum{route=\"\(route)\"} \(histogram.sum)")
-            lines.append("attestd_http_request_duration_seconds_count{route=\"\(route)\"} \(histogram.count)")
+            out.histogram(
+                "attestd_http_request_duration_seconds", labels: [("route", route)], bounds: Metrics.latencyBuckets.map { String($0) },
+                counts: histogram.counts, sum: String(histogram.sum), count: histogram.count)
         }
-        return lines.joined(separator: "\n") + "\n"
+        return out.text
     }
 }

@@ -44,6 +44,15 @@ enum RequestDecoding {
         return fields
     }
 
+    /// `client_id`: `clid_` and 32 lower-case hex digits, refused here before anything (limiter,
+    /// hints, metrics, the store) sees it.
+    static func clientID(_ text: String) throws(Problem) -> ClientID {
+        guard let clientID = ClientID(text) else {
+            throw Problem.malformed(.field(.clientID), "client_id must be clid_ and 32 lower-case hex digits")
+        }
+        return clientID
+    }
+
     /// `key_id`: standard base64 of exactly 32 bytes.
     static func keyID(_ text: String) throws(ServiceError) -> KeyID {
         guard let bytes = Base64Text.decode(text, .standard) else {

@@ -1,6 +1,7 @@
 import AttestAppleClient
 import AttestCore
 package import AttestHTTPServer
+package import AttestObservability
 package import AttestReceipts
 package import AttestService
 package import AttestStorage
@@ -126,7 +127,7 @@ package final class Server: Sendable {
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]
             },
-            moreMetrics: { refresher?.metricsText ?? "" })
+            moreMetrics: { refresher?.metricsText.text ?? "" })
         var httpConfiguration = HTTPServer.Configuration(
             host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))

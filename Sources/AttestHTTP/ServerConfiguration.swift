@@ -1,4 +1,5 @@
 import AttestHTTPServer
+package import AttestObservability
 package import AttestOptions
 package import AttestService
 package import AttestStorage

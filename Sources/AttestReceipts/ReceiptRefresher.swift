@@ -1,6 +1,7 @@
 package import AttestAppleClient
 package import AttestCore
 import AttestCrypto
+package import AttestObservability
 package import AttestService
 package import AttestStorage
 import Foundation
@@ -117,15 +118,15 @@ package final class ReceiptRefresher: Sendable {
     }
 
     /// The counters as Prometheus exposition lines (`attestd_receipt_refreshes_total{result}`).
-    package var metricsText: String {
-        var lines = [
-            "# HELP attestd_receipt_refreshes_total Exchanges of device receipts with Apple's attestationData endpoint, by result.",
-            "# TYPE attestd_receipt_refreshes_total counter",
-        ]
+    package var metricsText: PrometheusText {
+        var out = PrometheusText()
+        out.family(
+            "attestd_receipt_refreshes_total", .counter,
+            help: "Exchanges of device receipts with Apple's attestationData endpoint, by result.")
         for (outcome, count) in outcomes.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            lines.append("attestd_receipt_refreshes_total{result=\"\(outcome.rawValue)\"} \(count)")
+            out.sample("attestd_receipt_refreshes_total", ["result": outcome.rawValue], count)
         }
-        return lines.joined(separator: "\n") + "\n"
+        return out
     }
 
     /// Starts the background thread: a pass at once, then one every `intervalSeconds`.

@@ -1,5 +1,6 @@
 package import AttestCore
 import AttestCrypto
+package import AttestObservability
 package import AttestStorage
 
 /// The administrator's use cases: create, list, show, suspend, resume and (permanently) revoke
@@ -61,9 +62,11 @@ package struct IntegrationAdmin: Sendable {
         guard !environments.isEmpty else {
             throw ServiceError.invalidIntegration(.environment, "at least one environment is required")
         }
-        let idBytes = try random.bytesOrFail(16)
+        guard let clientID = ClientID(ClientID.prefix + Hex.encode(try random.bytesOrFail(ClientID.hexDigits / 2))) else {
+            throw ServiceError(.internalError, .random, "the random source gave a client ID of the wrong length")
+        }
         let record = IntegrationRecord(
-            clientID: "clid_" + Hex.encode(idBytes), workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
+            clientID: clientID.text, workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
             environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil,
             maxLiveTokensPerDevice: maxLiveTokensPerDevice, policy: policy)
         try stored { () throws(StorageError) in try store.insertIntegration(record) }

@@ -1,4 +1,33 @@
 import AttestCrypto
+package import AttestStorage
+
+/// A public client ID as attestd issues it: `clid_` and 32 lower-case hex digits (16 random
+/// bytes). Parsed at the edge, so only a string of exactly this shape reaches the store, the
+/// rate limiter, the integration hints or a metrics label.
+///
+/// Why so strict: libpq sends text parameters as C strings, so `clid_<real>\u{0}anything` would
+/// select the real integration while every in-memory key (limiter buckets, hints, labels) saw a
+/// new string: unbounded memory, a bypassed rate limit and forged metrics lines (issue 18, H1).
+package struct ClientID: Sendable, Hashable, CustomStringConvertible {
+    /// The ID as issued and stored.
+    package let text: String
+
+    /// The fixed prefix.
+    package static let prefix = "clid_"
+    /// Hex digits after the prefix.
+    package static let hexDigits = 32
+
+    /// The client ID `text`; nil unless it is `clid_` and 32 lower-case hex digits.
+    package init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        guard bytes.count == Self.prefix.utf8.count + Self.hexDigits, bytes.starts(with: Self.prefix.utf8),
+            bytes.dropFirst(Self.prefix.utf8.count).allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
+        else { return nil }
+        self.text = text
+    }
+
+    package var description: String { text }
+}
 
 /// An App Attest key ID: the SHA-256 of the key's public point, 32 bytes.
 package struct KeyID: Sendable, Hashable {
@@ -36,14 +65,14 @@ package struct Challenge: Sendable, Hashable {
 
 /// `POST /v1/attest`, decoded.
 package struct AttestRequest: Sendable {
-    package var clientID: String
+    package var clientID: ClientID
     package var keyID: KeyID
     /// The CBOR attestation object.
     package var attestation: [UInt8]
     package var challenge: Challenge
 
     /// A decoded attest request.
-    package init(clientID: String, keyID: KeyID, attestation: [UInt8], challenge: Challenge) {
+    package init(clientID: ClientID, keyID: KeyID, attestation: [UInt8], challenge: Challenge) {
         self.clientID = clientID
         self.keyID = keyID
         self.attestation = attestation
@@ -53,14 +82,14 @@ package struct AttestRequest: Sendable {
 
 /// `POST /v1/token`, decoded.
 package struct RefreshRequest: Sendable {
-    package var clientID: String
+    package var clientID: ClientID
     package var keyID: KeyID
     /// The CBOR assertion object.
     package var assertion: [UInt8]
     package var challenge: Challenge
 
     /// A decoded refresh request.
-    package init(clientID: String, keyID: KeyID, assertion: [UInt8], challenge: Challenge) {
+    package init(clientID: ClientID, keyID: KeyID, assertion: [UInt8], challenge: Challenge) {
         self.clientID = clientID
         self.keyID = keyID
         self.assertion = assertion
@@ -91,4 +120,10 @@ package struct ActiveToken: Sendable, Equatable {
     package let scope: String
     package let issuedAt: Int64
     package let expiresAt: Int64
+}
+
+extension IntegrationRecord {
+    /// The stored client ID as the typed value; nil only for a row attestd did not write (every
+    /// ID it issues has the shape).
+    package var issuedClientID: ClientID? { ClientID(clientID) }
 }

@@ -74,15 +74,20 @@ package final class TokenService: Sendable {
     /// The integration is read first only when this node has not yet seen it active
     /// (`activeHints`); otherwise the insert, which checks it in the same statement, is the only
     /// store statement. Either way nothing reaches the rate limiter for a client ID never found.
-    package func issueChallenge(clientID: String, from address: String) throws(ServiceError) -> IssuedChallenge {
-        if !activeHints.contains(clientID) {
-            _ = try activeIntegration(clientID)
+    package func issueChallenge(clientID requested: ClientID, from address: String) throws(ServiceError) -> IssuedChallenge {
+        // Every in-memory key below is the client ID as stored (a hint holds only IDs read from
+        // the store), never merely what the request spelt.
+        let clientID: String
+        if activeHints.contains(requested.text) {
+            clientID = requested.text
+        } else {
+            clientID = try activeIntegration(requested).clientID
             activeHints.remember(clientID)
         }
         let now = clock.now()
         try limit(.challenges(clientID: clientID), policy.challengePerIntegration, now: now)
         try limit(.address(address), policy.perAddress, now: now)
-        return try whileActive(clientID) { () throws(ServiceError) -> IssuedChallenge? in
+        return try whileActive(requested) { () throws(ServiceError) -> IssuedChallenge? in
             let issued = try challenges.issue(for: clientID, random: random, now: now)
             if issued == nil { activeHints.forget(clientID) }
             return issued
@@ -91,13 +96,13 @@ package final class TokenService: Sendable {
 
     /// TEST MODE ONLY (`attestd --insecure-test-mode`): stores `challenge` as issued so that
     /// objects recorded from real devices, whose client data are fixed, can be replayed.
-    package func seedChallenge(clientID: String, challenge: Challenge) throws(ServiceError) {
+    package func seedChallenge(clientID: ClientID, challenge: Challenge) throws(ServiceError) {
         guard policy.allowsSeededChallenges else {
             throw ServiceError.malformed(.testMode, "challenge seeding needs --insecure-test-mode")
         }
         let integration = try activeIntegration(clientID)
         let now = clock.now()
-        try whileActive(integration.clientID) { () throws(ServiceError) -> Void? in
+        try whileActive(clientID) { () throws(ServiceError) -> Void? in
             try challenges.seed(challenge, for: integration.clientID, now: now) ? () : nil
         }
     }
@@ -204,10 +209,10 @@ package final class TokenService: Sendable {
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
         return try challenges.spendingOnFailure(request.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-            try Self.checkClientID(request.clientID)
             // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
             let inputs = try stored { () throws(StorageError) in
-                try store.refreshInputs(clientID: request.clientID, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
+                try store.refreshInputs(
+                    clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
             }
             let integration = try Self.active(inputs.integration)
             let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
@@ -332,26 +337,19 @@ package final class TokenService: Sendable {
 
     // MARK: Steps
 
-    private func activeIntegration(_ clientID: String) throws(ServiceError) -> IntegrationRecord {
-        try Self.checkClientID(clientID)
-        return try Self.active(try stored({ () throws(StorageError) in try store.integration(clientID: clientID) }))
+    private func activeIntegration(_ clientID: ClientID) throws(ServiceError) -> IntegrationRecord {
+        try Self.active(try stored({ () throws(StorageError) in try store.integration(clientID: clientID.text) }))
     }
 
     /// The result of `write`, a store write that checks in its own statement that the integration
     /// is active and answers nil when it is not. Then the integration is read again to say why
     /// (revoked or suspended since it was read); should it be active again by then (a suspension
     /// lifted in between), the write runs once more.
-    private func whileActive<T>(_ clientID: String, _ write: () throws(ServiceError) -> T?) throws(ServiceError) -> T {
+    private func whileActive<T>(_ clientID: ClientID, _ write: () throws(ServiceError) -> T?) throws(ServiceError) -> T {
         if let value = try write() { return value }
         _ = try activeIntegration(clientID)
         if let value = try write() { return value }
         throw ServiceError.storage(StorageError(.conflict, "the integration changed state twice during one request"))
-    }
-
-    private static func checkClientID(_ clientID: String) throws(ServiceError) {
-        guard clientID.utf8.count <= 64, !clientID.isEmpty else {
-            throw ServiceError.malformed(.field(.clientID), "client_id must be 1 to 64 characters")
-        }
     }
 
     /// The integration when it exists and may be used now.

@@ -120,7 +120,16 @@ package final class PostgresConnection {
             switch argument {
             case .integer(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
             case .real(let value): buffers.append(Array(String(value).utf8) + [0]); formats.append(0)
-            case .text(let value): buffers.append(Array(value.utf8) + [0]); formats.append(0)
+            case .text(let value):
+                // Why: libpq sends text parameters as C strings, so a NUL would silently cut the
+                // value (`clid_<real>\0junk` would select the real integration). Callers validate
+                // their input; reaching here with a NUL is a bug, refused rather than truncated.
+                let bytes = Array(value.utf8)
+                guard !bytes.contains(0) else {
+                    throw StorageError.misuse("a text parameter holds a NUL byte, which PostgreSQL cannot take")
+                }
+                buffers.append(bytes + [0])
+                formats.append(0)
             case .blob(let value): buffers.append(value); formats.append(1)
             case .null: buffers.append(nil); formats.append(0)
             }

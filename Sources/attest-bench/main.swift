@@ -96,23 +96,24 @@ if plan.service {
         let integration = try IntegrationAdmin(store: store, clock: clock).create(
             workspaceID: "bench", name: "bench", teamID: "ABCDE12345", bundleIDs: ["com.example.bench"], environments: [.production])
         let appID = try AppID(teamID: "ABCDE12345", bundleID: "com.example.bench")
+        guard let clientID = integration.issuedClientID else { fail("the integration's client ID is malformed") }
         var device = try SyntheticDevice()
-        let first = try service.issueChallenge(clientID: integration.clientID, from: "bench")
+        let first = try service.issueChallenge(clientID: clientID, from: "bench")
         let firstBytes = Base64Text.decode(first.challenge, .url) ?? []
         let parts = device.attestationParts(appID: appID, environment: .production, clientDataHash: Digest.sha256(firstBytes), time: now)
         guard let keyID = KeyID(device.keyID), let firstChallenge = Challenge(firstBytes) else { fail("bad synthetic device") }
         _ = try service.attest(
             AttestRequest(
-                clientID: integration.clientID, keyID: keyID, attestation: try device.attestationObject(parts, pki: pki),
+                clientID: clientID, keyID: keyID, attestation: try device.attestationObject(parts, pki: pki),
                 challenge: firstChallenge),
             from: "bench")
         let refreshes = try rate(seconds: seconds) {
-            let challenge = try service.issueChallenge(clientID: integration.clientID, from: "bench")
+            let challenge = try service.issueChallenge(clientID: clientID, from: "bench")
             let bytes = Base64Text.decode(challenge.challenge, .url) ?? []
             let assertion = try device.assertion(clientData: bytes, appID: appID)
             guard let presented = Challenge(bytes) else { fail("bad challenge") }
             _ = try service.refresh(
-                RefreshRequest(clientID: integration.clientID, keyID: keyID, assertion: assertion, challenge: presented), from: "bench")
+                RefreshRequest(clientID: clientID, keyID: keyID, assertion: assertion, challenge: presented), from: "bench")
         }
         print("service_refreshes_per_second \(String(format: "%.1f", refreshes))  (includes signing the assertion)")
         exit(0)

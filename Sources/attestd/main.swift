@@ -1,4 +1,5 @@
 import AttestHTTP
+import AttestObservability
 import AttestOptions
 import AttestService
 import Dispatch

@@ -1,6 +1,7 @@
 import AttestCLI
 import AttestCrypto
 import AttestHTTP
+import AttestObservability
 import AttestService
 import AttestStorage
 import AttestTesting

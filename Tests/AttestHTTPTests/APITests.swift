@@ -83,7 +83,8 @@ struct APITests {
         check(
             try client.request("POST", "/v1/challenge", headers: [("Content-Type", "text/plain")], body: Array("{}".utf8)), 415,
             "unsupported_media_type")
-        check(try client.postJSON("/v1/challenge", #"{"client_id":"clid_unknown"}"#), 404, "integration_not_found")
+        check(try client.postJSON("/v1/challenge", #"{"client_id":"clid_00000000000000000000000000000000"}"#), 404, "integration_not_found")
+        check(try client.postJSON("/v1/challenge", #"{"client_id":"clid_unknown"}"#), 400, "malformed_request", "client_id")
         check(try client.request("GET", "/v1/challenge"), 405, "method_not_allowed")
         check(try client.request("GET", "/v2/nothing"), 404, "not_found")
 

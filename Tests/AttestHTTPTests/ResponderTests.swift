@@ -73,7 +73,8 @@ struct ResponderTests {
         let (field, value, reason) = Self.malformedAttestFields[index]
         let world = try HTTPWorld()
         let device = try SyntheticDevice()
-        let challenge = try world.server.service.issueChallenge(clientID: world.integration.clientID, from: "127.0.0.1").challenge
+        let challenge = try world.server.service.issueChallenge(clientID: try #require(world.integration.issuedClientID), from: "127.0.0.1")
+            .challenge
         var members: [(String, String)] = [
             ("client_id", world.integration.clientID), ("key_id", Data(device.keyID).base64EncodedString()),
             ("attestation", "oQ=="), ("challenge", challenge),

@@ -1,5 +1,6 @@
 import AttestHTTP
 import AttestHTTPServer
+import AttestObservability
 import AttestService
 import Foundation
 import Testing

@@ -2,6 +2,7 @@ import AttestAppleClient
 import AttestCore
 import AttestCrypto
 import AttestHTTPServer
+import AttestObservability
 import AttestReceipts
 import AttestService
 import AttestStorage
@@ -125,7 +126,7 @@ struct ReceiptRefresherTests {
         refresher.runPass()
         #expect(world.fake.requests.count == 2)
         #expect(refresher.outcomes[.refreshed] == 2)
-        #expect(refresher.metricsText.contains("attestd_receipt_refreshes_total{result=\"refreshed\"} 2"))
+        #expect(refresher.metricsText.text.contains("attestd_receipt_refreshes_total{result=\"refreshed\"} 2"))
         try world.expectNoSecretsLogged()
     }
 

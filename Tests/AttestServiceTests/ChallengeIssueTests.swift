@@ -35,11 +35,11 @@ struct ChallengeIssueTests {
         policy.perAddress = RateLimit(perSecond: 1, burst: 3)
         let world = try ServiceWorld(policy: policy)
         defer { world.remove() }
-        _ = try world.service.issueChallenge(clientID: world.integration.clientID, from: "10.0.0.1")
+        _ = try world.service.issueChallenge(clientID: world.clientID, from: "10.0.0.1")
         _ = try world.admin.revoke(clientID: world.integration.clientID)
         for _ in 0..<10 {
             #expect(
-                serviceError { try world.service.issueChallenge(clientID: world.integration.clientID, from: "10.0.0.1") }?.code
+                serviceError { try world.service.issueChallenge(clientID: world.clientID, from: "10.0.0.1") }?.code
                     == .integrationRevoked)
         }
     }
@@ -50,7 +50,7 @@ struct ChallengeIssueTests {
         defer { world.remove() }
         for index in 0..<50 {
             #expect(
-                serviceError { try world.service.issueChallenge(clientID: "clid_nope\(index)", from: "127.0.0.1") }?.code
+                serviceError { try world.service.issueChallenge(clientID: ClientID.unknown(index), from: "127.0.0.1") }?.code
                     == .integrationNotFound)
         }
         #expect(world.service.activeHints.count == 0)

@@ -17,6 +17,8 @@ struct ServiceWorld {
     let service: TokenService
     let admin: IntegrationAdmin
     let integration: IntegrationRecord
+    /// The integration's client ID, typed as the service takes it.
+    var clientID: ClientID { ClientID(integration.clientID) ?? ClientID.unknown }
     let appID: AppID
 
     init(
@@ -41,7 +43,7 @@ struct ServiceWorld {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 
     func challenge() throws -> Challenge {
-        let issued = try service.issueChallenge(clientID: integration.clientID, from: "127.0.0.1")
+        let issued = try service.issueChallenge(clientID: clientID, from: "127.0.0.1")
         let bytes = try #require(Base64Text.decode(issued.challenge, .url))
         return try #require(Challenge(bytes))
     }
@@ -52,7 +54,7 @@ struct ServiceWorld {
         let parts = device.attestationParts(
             appID: appID, environment: environment, clientDataHash: Digest.sha256(challenge.bytes), time: clock.now())
         return AttestRequest(
-            clientID: integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            clientID: clientID, keyID: try #require(KeyID(device.keyID)),
             attestation: try device.attestationObject(parts, pki: pki),
             challenge: challenge)
     }
@@ -61,7 +63,7 @@ struct ServiceWorld {
     func refreshRequest(_ device: inout SyntheticDevice, counter: UInt32? = nil) throws -> RefreshRequest {
         let challenge = try challenge()
         return RefreshRequest(
-            clientID: integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            clientID: clientID, keyID: try #require(KeyID(device.keyID)),
             assertion: try device.assertion(clientData: challenge.bytes, appID: appID, counter: counter), challenge: challenge)
     }
 }
@@ -75,5 +77,21 @@ func serviceError(_ body: () throws -> some Any) -> ServiceError? {
         return error
     } catch {
         return nil
+    }
+}
+
+extension ClientID {
+    /// A well-formed client ID that no integration has (`clid_` and zeros, then `index` in hex).
+    static func unknown(_ index: Int) -> ClientID {
+        let digits = String(index, radix: 16)
+        return ClientID("clid_" + String(repeating: "0", count: ClientID.hexDigits - digits.count) + digits) ?? unknown
+    }
+
+    /// `clid_` and 32 zeros: well formed, and never issued in practice.
+    static var unknown: ClientID {
+        guard let id = ClientID("clid_" + String(repeating: "0", count: ClientID.hexDigits)) else {
+            preconditionFailure("the all-zero client ID is well formed")
+        }
+        return id
     }
 }

@@ -39,7 +39,7 @@ struct TokenServiceTests {
         #expect(try world.service.introspect(first.accessToken) == nil)
         #expect(try world.service.introspect(second.accessToken) == nil)
         #expect(
-            serviceError { try world.service.issueChallenge(clientID: world.integration.clientID, from: "127.0.0.1") }?.code
+            serviceError { try world.service.issueChallenge(clientID: world.clientID, from: "127.0.0.1") }?.code
                 == .integrationRevoked)
         #expect(
             try world.admin.revoke(clientID: world.integration.clientID)
@@ -102,7 +102,7 @@ struct TokenServiceTests {
         let other = try world.admin.create(
             workspaceID: "ws_other", name: "Other", teamID: "ABCDE12345", bundleIDs: ["com.example.messages"], environments: [.production])
         var request = try world.attestRequest(try SyntheticDevice())
-        request.clientID = other.clientID
+        request.clientID = try #require(other.issuedClientID)
         #expect(
             serviceError { try world.service.attest(request, from: "127.0.0.1") }
                 == ServiceError(.invalidChallenge, .challengeWrongIntegration, ""))
@@ -123,7 +123,7 @@ struct TokenServiceTests {
             appID: world.appID, environment: .production, clientDataHash: Digest.sha256(challenge.bytes), time: world.clock.now())
         parts.rpIDHash = try AppID(teamID: "ABCDE12345", bundleID: "com.example.other").rpIDHash
         let request = AttestRequest(
-            clientID: world.integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            clientID: world.clientID, keyID: try #require(KeyID(device.keyID)),
             attestation: try device.attestationObject(parts, pki: world.pki), challenge: challenge)
         #expect(
             serviceError { try world.service.attest(request, from: "127.0.0.1") }
@@ -222,7 +222,7 @@ struct TokenServiceTests {
                 appID: world.appID, environment: .production, clientDataHash: Digest.sha256(challenge.bytes), time: world.clock.now())
             requests.append(
                 AttestRequest(
-                    clientID: world.integration.clientID, keyID: try #require(KeyID(device.keyID)),
+                    clientID: world.clientID, keyID: try #require(KeyID(device.keyID)),
                     attestation: try device.attestationObject(parts, pki: world.pki), challenge: challenge))
         }
         let service = world.service
@@ -294,13 +294,13 @@ struct TokenServiceTests {
         policy.perAddress = RateLimit(perSecond: 1, burst: 3)
         let world = try ServiceWorld(policy: policy)
         defer { world.remove() }
-        for _ in 0..<3 { _ = try world.service.issueChallenge(clientID: world.integration.clientID, from: "10.0.0.1") }
-        let limited = serviceError { try world.service.issueChallenge(clientID: world.integration.clientID, from: "10.0.0.1") }
+        for _ in 0..<3 { _ = try world.service.issueChallenge(clientID: world.clientID, from: "10.0.0.1") }
+        let limited = serviceError { try world.service.issueChallenge(clientID: world.clientID, from: "10.0.0.1") }
         #expect(limited?.code == .rateLimited)
         #expect(limited?.retryAfter == 1)
-        _ = try world.service.issueChallenge(clientID: world.integration.clientID, from: "10.0.0.2")
+        _ = try world.service.issueChallenge(clientID: world.clientID, from: "10.0.0.2")
         world.clock.advance(1)
-        _ = try world.service.issueChallenge(clientID: world.integration.clientID, from: "10.0.0.1")
+        _ = try world.service.issueChallenge(clientID: world.clientID, from: "10.0.0.1")
     }
 
     @Test("commits security state with synchronous=FULL: only challenge issuance relaxes it, and restores it")
@@ -388,7 +388,7 @@ struct TokenServiceTests {
         let challenge = try world.challenge()
         let other = try AppID(teamID: "ABCDE12345", bundleID: "com.example.other")
         let request = RefreshRequest(
-            clientID: world.integration.clientID, keyID: try #require(KeyID(device.keyID)),
+            clientID: world.clientID, keyID: try #require(KeyID(device.keyID)),
             assertion: try device.assertion(clientData: challenge.bytes, appID: other), challenge: challenge)
         #expect(
             serviceError { try world.service.refresh(request, from: "127.0.0.1") }
@@ -412,7 +412,7 @@ struct TokenServiceTests {
         var request = try world.attestRequest(device)
         func rebind(_ challenge: Challenge) throws -> Challenge {
             // attestRequest issues its challenge for the world's integration: issue one for this one instead.
-            let issued = try world.service.issueChallenge(clientID: limited.clientID, from: "127.0.0.1")
+            let issued = try world.service.issueChallenge(clientID: try #require(limited.issuedClientID), from: "127.0.0.1")
             let bytes = try #require(Base64Text.decode(issued.challenge, .url))
             return try #require(Challenge(bytes))
         }
@@ -420,13 +420,14 @@ struct TokenServiceTests {
         let parts = device.attestationParts(
             appID: world.appID, environment: .production, clientDataHash: Digest.sha256(first.bytes), time: world.clock.now())
         request = AttestRequest(
-            clientID: limited.clientID, keyID: request.keyID, attestation: try device.attestationObject(parts, pki: world.pki),
+            clientID: try #require(limited.issuedClientID), keyID: request.keyID,
+            attestation: try device.attestationObject(parts, pki: world.pki),
             challenge: first)
         var tokens = [try world.service.attest(request, from: "127.0.0.1").accessToken]
         for _ in 0..<3 {
             let challenge = try rebind(first)
             let refresh = RefreshRequest(
-                clientID: limited.clientID, keyID: request.keyID,
+                clientID: try #require(limited.issuedClientID), keyID: request.keyID,
                 assertion: try device.assertion(clientData: challenge.bytes, appID: world.appID),
                 challenge: challenge)
             world.clock.advance(1)
@@ -490,7 +491,8 @@ struct TokenServiceTests {
     func unknownIntegration() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
-        #expect(serviceError { try world.service.issueChallenge(clientID: "clid_nope", from: "127.0.0.1") }?.code == .integrationNotFound)
+        #expect(
+            serviceError { try world.service.issueChallenge(clientID: ClientID.unknown, from: "127.0.0.1") }?.code == .integrationNotFound)
     }
 }
 

@@ -30,6 +30,16 @@ struct PostgresStoreTests {
         #expect(try store.integrations().count == 2)
     }
 
+    @Test("a text parameter holding a NUL is refused as misuse, never cut short by libpq (issue 18, H1)")
+    func refusesNULInText() throws {
+        let location = try TestStoreLocation(.postgresql)
+        let store = try location.open(at: Self.time, connections: 1)
+        try store.insertIntegration(Self.integration("clid_a"))
+        #expect(throws: StorageError(.misuse, "")) { try store.integration(clientID: "clid_a\u{0}anything") }
+        #expect(throws: StorageError(.misuse, "")) { try store.insertIntegration(Self.integration("clid_b\u{0}")) }
+        #expect(try store.integrations().map(\.clientID) == ["clid_a"])
+    }
+
     @Test("nodes starting together on an empty database apply each migration exactly once")
     func concurrentMigrations() throws {
         let location = try TestStoreLocation(.postgresql)
