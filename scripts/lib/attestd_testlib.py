@@ -4,6 +4,7 @@ scripts/check_*.py; python3 standard library only).
 - Tally: PASS/FAIL lines, their counts and the closing "N passed, N failed" line;
 - Attestd: a real attestd on 127.0.0.1, port 0 (the port is read from its log), stopped with SIGTERM;
 - create_integration: `attestctl integration create`, returning the client ID;
+- free_port: a free TCP port on 127.0.0.1 (scripts/lib/free_port.py prints one for the bash scripts);
 - a minimal HTTP/1.1 client on raw sockets (so that malformed bytes can be sent as they are).
 
 Every wait is bounded in time; every socket has a timeout; everything listens on 127.0.0.1 only.
@@ -82,6 +83,13 @@ def exit_status(returncode):
     if returncode is None:
         return None
     return 128 - returncode if returncode < 0 else returncode
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now (bound, read and released: the caller binds it next)."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
 
 
 def alive(pid):
