@@ -440,8 +440,7 @@ def main():
         else:
             shutil.rmtree(work, ignore_errors=True)
     print("check-cluster: %.0f s" % (time.monotonic() - started))
-    print(tally.summary())
-    sys.exit(1 if tally.failed else 0)
+    sys.exit(tally.finish())
 
 
 def postgres_reset(pg_url):

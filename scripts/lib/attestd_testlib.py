@@ -1,7 +1,8 @@
 """What the Python checks share (scripts/reliability.py and its modules in scripts/reliability_checks/,
 scripts/check_*.py; python3 standard library only).
 
-- Tally: PASS/FAIL lines, their counts and the closing "N passed, N failed" line;
+- Tally: PASS/FAIL lines, their counts and the closing "N passed, N failed" line (scripts/lib/tally.sh is
+  the same for the bash checks);
 - Attestd: a real attestd on 127.0.0.1, port 0 (the port is read from its log), stopped with SIGTERM;
 - create_integration: `attestctl integration create`, returning the client ID;
 - free_port: a free TCP port on 127.0.0.1 (scripts/lib/free_port.py prints one for the bash scripts);
@@ -28,7 +29,7 @@ HOST = "127.0.0.1"
 
 class Tally:
     """Prints "PASS: text" / "FAIL: text[: detail]" lines (to `out`), counts them, and ends with the line
-    "N passed, N failed" (what CI reads)."""
+    "N passed, N failed" (what CI reads). scripts/lib/tally.sh prints the same lines for the bash checks."""
 
     def __init__(self, out=None):
         self.out = out
