@@ -82,14 +82,14 @@ enum IncidentCommands {
             if options.flag(IntegrationCommands.json) {
                 let values = entries.map { entry in
                     JSONValue.object([
-                        ("action", entry.action), ("actor", entry.actor), ("at", entry.at), ("detail", entry.detail),
+                        ("action", entry.action.rawValue), ("actor", entry.actor), ("at", entry.at), ("detail", entry.detail),
                         ("target", entry.target),
                     ])
                 }
                 io.standardOutput(JSONText.render(.array(values), pretty: true) + "\n")
             } else {
                 for entry in entries {
-                    io.standardOutput("\(entry.at)  \(entry.actor)  \(entry.action)  \(entry.target)  \(entry.detail)\n")
+                    io.standardOutput("\(entry.at)  \(entry.actor)  \(entry.action.rawValue)  \(entry.target)  \(entry.detail)\n")
                 }
             }
             return ExitCode.success

@@ -84,7 +84,7 @@ package final class ReceiptRefresher: Sendable {
         let fallbackAppID: String?
     }
 
-    let store: any TokenStore
+    let store: any ReceiptStore
     let apple: AppleAttestationDataClient
     let verifier: ReceiptVerifier
     let secretsKey: [UInt8]
@@ -99,7 +99,7 @@ package final class ReceiptRefresher: Sendable {
 
     /// A refresher; nothing runs until `start()` (or a test's `runPass()`).
     package init(
-        store: any TokenStore, apple: AppleAttestationDataClient, verifier: ReceiptVerifier, secretsKey: [UInt8], clock: any WallClock,
+        store: any ReceiptStore, apple: AppleAttestationDataClient, verifier: ReceiptVerifier, secretsKey: [UInt8], clock: any WallClock,
         logger: Logger, settings: ReceiptRefresherSettings = ReceiptRefresherSettings()
     ) {
         self.store = store

@@ -23,6 +23,10 @@ package struct ServicePolicy: Sendable {
     package init() {}
 }
 
+/// The store roles the token service uses: challenges, devices, lookups and upkeep (not
+/// administration nor receipts).
+package typealias ServiceStore = ChallengeStore & DeviceStore & TokenLookupStore & StoreMaintenance
+
 /// The device-facing and gateway-facing use cases: challenges, attestation, refresh by
 /// assertion, introspection, and the housekeeping the server runs (purge, counts, readiness).
 /// Input arrives decoded and typed; time and randomness are injected; every state change is one
@@ -33,7 +37,7 @@ package final class TokenService: Sendable {
     /// `atk_` + base64url of 32 bytes.
     package static let tokenLength = 4 + 43
 
-    let store: any TokenStore
+    let store: any ServiceStore
     let verifier: AttestationVerifier
     let clock: any WallClock
     let random: any RandomSource
@@ -52,7 +56,7 @@ package final class TokenService: Sendable {
 
     /// A service over `store`, verifying attestations with `verifier`.
     package init(
-        store: any TokenStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
+        store: any ServiceStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy(), receipts: ReceiptVerifier? = nil,
         observer: (any ServiceObserver)? = nil
     ) {
@@ -360,7 +364,12 @@ package final class TokenService: Sendable {
     /// learns nothing either way).
     package func revokeToken(_ token: String) throws(ServiceError) {
         guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
-        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: Digest.sha256(Array(token.utf8))) }
+        let hash = Digest.sha256(Array(token.utf8))
+        // Audited like attestctl's `token revoke`, in the same transaction; only when a token went.
+        let audit = AuditNote<Bool>(at: clock.now(), actor: "gateway (POST /v1/revoke)", action: .tokenRevoke, target: Hex.encode(hash)) {
+            $0 ? "revoked" : nil
+        }
+        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
     }
 
     // MARK: Housekeeping

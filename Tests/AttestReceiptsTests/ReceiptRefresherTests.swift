@@ -55,7 +55,7 @@ final class RefreshWorld: Sendable {
         let sealed = try SealedBox.seal(
             Array(pem.utf8), key: secretsKey,
             associatedData: FraudKeySealing.associatedData(clientID: Self.clientID, keyID: Self.fraudKeyID))
-        _ = try store.setFraudKey(clientID: Self.clientID, keyID: Self.fraudKeyID, sealedKey: sealed, at: Self.start)
+        _ = try store.setFraudKey(clientID: Self.clientID, keyID: Self.fraudKeyID, sealedKey: sealed, at: Self.start, audit: nil)
         let clock = clock
         fake = FakeApple(
             expectation: FakeApple.Expectation(
