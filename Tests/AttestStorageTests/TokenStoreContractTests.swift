@@ -533,6 +533,26 @@ struct TokenStoreContractTests {
         #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == nil)
     }
 
+    @Test(
+        "two refreshes in the same second with a cap of 1: the token just minted survives, whatever its hash (L3)",
+        arguments: StoreBackend.available)
+    func keepLatestWithinOneSecond(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let keyID = world.device(1).keyID
+        // The older token's hash sorts above the newer one's: a tie on issued_at broken by the
+        // hash alone would keep the older token.
+        for (step, seed) in [(UInt32(1), UInt8(0xF0)), (2, 0x20)] {
+            let outcome = try world.store.advanceCounter(
+                keyID: keyID, from: step - 1, to: step, at: Self.time, token: world.token(seed, keySeed: 1),
+                consumingChallenge: try world.challenge(UInt8(40 + step)), keepingLatest: 1)
+            #expect(outcome == .advanced)
+            #expect(try world.store.activeToken(hash: world.token(seed, keySeed: 1).tokenHash, at: Self.time) != nil)
+        }
+        #expect(try world.store.activeToken(hash: world.token(0xF0, keySeed: 1).tokenHash, at: Self.time) == nil)
+        #expect(try world.store.liveTokenCount(keyID: keyID, at: Self.time) == 1)
+    }
+
     @Test("the audit log keeps every entry in order and filters by time", arguments: StoreBackend.available)
     func auditLog(_ backend: StoreBackend) throws {
         let world = try World(backend)
