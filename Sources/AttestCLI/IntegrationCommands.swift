@@ -231,7 +231,7 @@ enum IntegrationCommands {
                     name:         \(record.name)
                     team_id:      \(record.teamID)
                     bundle_ids:   \(record.bundleIDs.joined(separator: ", "))
-                    environments: \(record.environments.joined(separator: ", "))
+                    environments: \(record.environments.map(\.rawValue).joined(separator: ", "))
                     created_at:   \(record.createdAt)
 
                     """)
@@ -249,7 +249,7 @@ enum IntegrationJSON {
     static func value(_ record: IntegrationRecord) -> JSONValue {
         .object([
             ("bundle_ids", record.bundleIDs), ("client_id", record.clientID), ("created_at", record.createdAt),
-            ("environments", record.environments), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
+            ("environments", record.environments.map(\.rawValue)), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
             ("max_new_keys_per_hour", record.policy.maxNewKeysPerHour), ("max_risk_metric", record.policy.maxRiskMetric),
             ("name", record.name),
             ("require_valid_receipt", record.policy.requireValidReceipt),

@@ -85,12 +85,12 @@ enum PolicyCommands {
             device.receiptState.map { state in
                 .object([
                     ("created_at", state.createdAt), ("expires_at", state.expiresAt), ("refreshed_at", state.refreshedAt),
-                    ("risk_metric", state.riskMetric), ("type", state.type), ("verdict", state.verdict),
+                    ("risk_metric", state.riskMetric), ("type", state.type?.rawValue), ("verdict", state.verdict.description),
                 ])
             } ?? .null
         return .object([
             ("app_id", device.appID), ("client_id", device.clientID), ("counter", device.counter), ("created_at", device.createdAt),
-            ("environment", device.environment), ("key_id", Base64Text.encode(device.keyID, .standard)),
+            ("environment", device.environment.rawValue), ("key_id", Base64Text.encode(device.keyID, .standard)),
             ("key_id_hex", Hex.encode(device.keyID)),
             ("live_tokens", summary.liveTokens), ("receipt", receipt), ("status", device.status.rawValue),
         ])
@@ -99,9 +99,10 @@ enum PolicyCommands {
     static func line(_ summary: DeviceSummary) -> String {
         let device = summary.device
         let receipt =
-            device.receiptState.map { "\($0.verdict) \($0.type ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" } ?? "unchecked"
+            device.receiptState.map { "\($0.verdict) \($0.type?.rawValue ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" }
+            ?? "unchecked"
         return
-            "\(Base64Text.encode(device.keyID, .standard))  \(device.status.rawValue)  counter=\(device.counter)  \(device.environment)  "
+            "\(Base64Text.encode(device.keyID, .standard))  \(device.status.rawValue)  counter=\(device.counter)  \(device.environment.rawValue)  "
             + "receipt=\(receipt)  tokens=\(summary.liveTokens)\n"
     }
 

@@ -248,7 +248,7 @@ package final class ReceiptRefresher: Sendable {
 
     /// One exchange and what it leaves in the store.
     private func exchange(_ device: DeviceRecord, credentials: Credentials, at now: Int64) -> RefreshOutcome {
-        let answer = apple.exchange(receipt: device.receipt, jwt: credentials.jwt, environment: device.environment)
+        let answer = apple.exchange(receipt: device.receipt, jwt: credentials.jwt, environment: device.environment.rawValue)
         let keyID = Hex.encode(device.keyID)
         func failed(_ outcome: RefreshOutcome, status: Int?, detail: String, perIntegration: Bool, retryAfter: Int? = nil) -> RefreshOutcome
         {
@@ -284,7 +284,7 @@ package final class ReceiptRefresher: Sendable {
                 return failed(.invalidReceipt, status: 200, detail: error.code.identifier, perIntegration: false)
             }
             let receiptState = ReceiptState(
-                verdict: "valid", type: verified.type.rawValue, createdAt: verified.createdAt, expiresAt: verified.expiresAt,
+                verdict: .valid, type: verified.type, createdAt: verified.createdAt, expiresAt: verified.expiresAt,
                 riskMetric: verified.riskMetric, refreshedAt: now)
             do {
                 try store.updateReceipt(keyID: device.keyID, receipt: receipt, state: receiptState)

@@ -69,10 +69,10 @@ package struct IntegrationAdmin: Sendable {
         }
         let record = IntegrationRecord(
             clientID: clientID.text, workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
-            environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil,
+            environments: Array(environments), status: .active, createdAt: clock.now(), revokedAt: nil,
             maxLiveTokensPerDevice: maxLiveTokensPerDevice, policy: policy)
         let detail =
-            "workspace \(workspaceID), team \(teamID), \(bundleIDs.count) bundle IDs, environments \(record.environments.joined(separator: "+"))"
+            "workspace \(workspaceID), team \(teamID), \(bundleIDs.count) bundle IDs, environments \(record.environments.map(\.rawValue).joined(separator: "+"))"
             + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "") + ", " + Self.describe(policy)
         let audit: AuditNote<Void> = note(.integrationCreate, record.clientID, at: record.createdAt) { _ in detail }
         try stored { () throws(StorageError) in try store.insertIntegration(record, audit: audit) }
@@ -80,7 +80,7 @@ package struct IntegrationAdmin: Sendable {
             .info, "integration created",
             [
                 "client.id": .string(record.clientID), "workspace.id": .string(workspaceID), "team.id": .string(teamID),
-                "bundle_ids": .int(bundleIDs.count), "environments": .string(record.environments.joined(separator: ",")),
+                "bundle_ids": .int(bundleIDs.count), "environments": .string(record.environments.map(\.rawValue).joined(separator: ",")),
             ])
         if environments.contains(.development) {
             logger?.log(

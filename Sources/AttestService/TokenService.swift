@@ -165,7 +165,7 @@ package final class TokenService: Sendable {
                 AttestationInput(
                     object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
                     appIDs: appIDs,
-                    allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
+                    allowedEnvironments: Set(integration.environments), time: now))
         } catch {
             throw ServiceError.rejected(error, attestation: true)
         }
@@ -208,12 +208,13 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             let receipt = try receipts.verifyAttestationReceipt(of: verified, at: now)
             state = ReceiptState(
-                verdict: "valid", type: receipt.type.rawValue, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
+                verdict: .valid, type: receipt.type, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
                 riskMetric: receipt.riskMetric, refreshedAt: nil)
         } catch {
             state = ReceiptState(
-                verdict: error.code.identifier, type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil, refreshedAt: nil)
-            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: nil)
+                verdict: .refused(check: error.code.identifier), type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil,
+                refreshedAt: nil)
+            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: nil)
             // Why not refuse by default: some genuine early receipts are refused by strict CMS
             // verification; an integration that requires valid receipts opts in.
             if integration.policy.requireValidReceipt {
@@ -221,7 +222,7 @@ package final class TokenService: Sendable {
             }
             return state
         }
-        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: state.riskMetric)
+        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: state.riskMetric)
         return state
     }
 
@@ -232,7 +233,7 @@ package final class TokenService: Sendable {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
-            environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
+            environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
             trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt)
         let outcome = try stored { () throws(StorageError) in
             try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)

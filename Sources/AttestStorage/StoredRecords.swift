@@ -1,3 +1,5 @@
+import AttestCore
+
 /// A record the stores read back: its columns, in order, and the initialiser that reads them
 /// (GRDB's `FetchableRecord.init(row:)`), used by both backends.
 package protocol DecodableRecord: Sendable {
@@ -48,7 +50,7 @@ extension ReceiptState {
     static func storedValues(_ state: ReceiptState?) -> [SQLValue] {
         guard let state else { return Array(repeating: .null, count: columns.count) }
         return [
-            .text(state.verdict), SQLValue(state.type), SQLValue(state.createdAt), SQLValue(state.expiresAt),
+            .text(state.verdict.description), SQLValue(state.type?.rawValue), SQLValue(state.createdAt), SQLValue(state.expiresAt),
             SQLValue(state.riskMetric.map(Int64.init)), SQLValue(state.refreshedAt),
         ]
     }
@@ -61,7 +63,8 @@ extension ReceiptState {
             return nil
         }
         return ReceiptState(
-            verdict: try row.text(), type: try row.optionalText(), createdAt: try row.optionalInt64(),
+            verdict: ReceiptVerdict(try row.text()), type: try row.optionalEnumeration(ReceiptType.self),
+            createdAt: try row.optionalInt64(),
             expiresAt: try row.optionalInt64(), riskMetric: try row.optionalInteger(Int.self), refreshedAt: try row.optionalInt64())
     }
 }
@@ -75,7 +78,7 @@ extension DeviceRecord: StoredRecord {
 
     package var storedValues: [SQLValue] {
         [
-            .blob(keyID), .text(clientID), .blob(publicKey), .integer(Int64(counter)), .text(environment), .blob(receipt),
+            .blob(keyID), .text(clientID), .blob(publicKey), .integer(Int64(counter)), .text(environment.rawValue), .blob(receipt),
             .text(status.rawValue), .integer(createdAt), .integer(updatedAt), .text(trustAnchor), SQLValue(appID),
         ] + ReceiptState.storedValues(receiptState)
     }
@@ -83,7 +86,8 @@ extension DeviceRecord: StoredRecord {
     package init(row: inout SQLRowReader) throws(StorageError) {
         self.init(
             keyID: try row.blob(), clientID: try row.text(), publicKey: try row.blob(), counter: try row.integer(UInt32.self),
-            environment: try row.text(), receipt: try row.blob(), status: try row.enumeration(DeviceStatus.self),
+            environment: try row.enumeration(AppAttestEnvironment.self), receipt: try row.blob(),
+            status: try row.enumeration(DeviceStatus.self),
             createdAt: try row.int64(), updatedAt: try row.int64(), trustAnchor: try row.text(), appID: try row.optionalText(),
             receiptState: try ReceiptState.read(&row))
     }
@@ -100,7 +104,8 @@ extension IntegrationRecord: StoredRecord {
     package var storedValues: [SQLValue] {
         [
             .text(clientID), .text(workspaceID), .text(name), .text(teamID), .text(status.rawValue),
-            .text(environments.sorted().joined(separator: ",")), .integer(createdAt), SQLValue(revokedAt), SQLValue(suspendedAt),
+            .text(environments.map(\.rawValue).sorted().joined(separator: ",")), .integer(createdAt), SQLValue(revokedAt),
+            SQLValue(suspendedAt),
             SQLValue(maxLiveTokensPerDevice.map(Int64.init)), .integer(policy.requireValidReceipt ? 1 : 0),
             SQLValue(policy.maxRiskMetric.map(Int64.init)), SQLValue(policy.maxNewKeysPerHour.map(Int64.init)),
         ]
@@ -112,7 +117,14 @@ extension IntegrationRecord: StoredRecord {
         let name = try row.text()
         let teamID = try row.text()
         let status = try row.enumeration(IntegrationStatus.self)
-        let environments = try row.text().split(separator: ",").map(String.init)
+        let column = row.position
+        var environments: [AppAttestEnvironment] = []
+        for name in try row.text().split(separator: ",") {
+            guard let environment = AppAttestEnvironment(rawValue: String(name)) else {
+                throw .statementFailed("column \(column) names an environment attestd does not know")
+            }
+            environments.append(environment)
+        }
         let createdAt = try row.int64()
         let revokedAt = try row.optionalInt64()
         let suspendedAt = try row.optionalInt64()

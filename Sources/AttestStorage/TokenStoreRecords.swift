@@ -1,3 +1,5 @@
+package import AttestCore
+
 /// Whether an integration may still be used. Revocation is permanent.
 package enum IntegrationStatus: String, Sendable, Hashable {
     case active
@@ -27,8 +29,8 @@ package struct IntegrationRecord: Sendable, Hashable {
     package var teamID: String
     /// 1 to 32 bundle IDs, sorted.
     package var bundleIDs: [String]
-    /// "development" and/or "production", sorted.
-    package var environments: [String]
+    /// The App Attest environments whose keys it accepts, sorted by name.
+    package var environments: [AppAttestEnvironment]
     package var status: IntegrationStatus
     package var createdAt: Int64
     package var revokedAt: Int64?
@@ -40,7 +42,7 @@ package struct IntegrationRecord: Sendable, Hashable {
     package var policy = IntegrationPolicy()
 
     package init(
-        clientID: String, workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: [String],
+        clientID: String, workspaceID: String, name: String, teamID: String, bundleIDs: [String], environments: [AppAttestEnvironment],
         status: IntegrationStatus, createdAt: Int64, revokedAt: Int64?, suspendedAt: Int64? = nil, maxLiveTokensPerDevice: Int? = nil,
         policy: IntegrationPolicy = IntegrationPolicy()
     ) {
@@ -49,7 +51,7 @@ package struct IntegrationRecord: Sendable, Hashable {
         self.name = name
         self.teamID = teamID
         self.bundleIDs = bundleIDs
-        self.environments = environments
+        self.environments = environments.sorted { $0.rawValue < $1.rawValue }
         self.status = status
         self.createdAt = createdAt
         self.revokedAt = revokedAt
@@ -76,12 +78,32 @@ package struct IntegrationPolicy: Sendable, Hashable {
     }
 }
 
+/// What attestd concluded of a receipt.
+package enum ReceiptVerdict: Sendable, Hashable, CustomStringConvertible {
+    /// It verified.
+    case valid
+    /// The `receipt_*` check that refused it, by its stable identifier (`AttestError.Code`).
+    case refused(check: String)
+
+    /// As stored and shown: `valid`, or the check's identifier.
+    package var description: String {
+        switch self {
+        case .valid: "valid"
+        case .refused(let check): check
+        }
+    }
+
+    /// The verdict `text` spells.
+    package init(_ text: String) {
+        self = text == "valid" ? .valid : .refused(check: text)
+    }
+}
+
 /// What attestd knows of a device's newest receipt.
 package struct ReceiptState: Sendable, Hashable {
-    /// `valid`, or the `receipt_*` check that refused it.
-    package var verdict: String
+    package var verdict: ReceiptVerdict
     /// `ATTEST` or `RECEIPT`; nil when it did not parse that far.
-    package var type: String?
+    package var type: ReceiptType?
     package var createdAt: Int64?
     package var expiresAt: Int64?
     /// Apple's fraud-risk metric (RECEIPT receipts carry it).
@@ -90,7 +112,7 @@ package struct ReceiptState: Sendable, Hashable {
     package var refreshedAt: Int64?
 
     /// A receipt state.
-    package init(verdict: String, type: String?, createdAt: Int64?, expiresAt: Int64?, riskMetric: Int?, refreshedAt: Int64?) {
+    package init(verdict: ReceiptVerdict, type: ReceiptType?, createdAt: Int64?, expiresAt: Int64?, riskMetric: Int?, refreshedAt: Int64?) {
         self.verdict = verdict
         self.type = type
         self.createdAt = createdAt
@@ -126,7 +148,7 @@ package struct DeviceRecord: Sendable, Hashable {
     /// `04 || X || Y`.
     package var publicKey: [UInt8]
     package var counter: UInt32
-    package var environment: String
+    package var environment: AppAttestEnvironment
     package var receipt: [UInt8]
     package var status: DeviceStatus
     package var createdAt: Int64
@@ -143,7 +165,7 @@ package struct DeviceRecord: Sendable, Hashable {
     package static let appleRootAnchor = "1cb9823ba28ba6ad2d33a006941de2ae4f513ef1d4e831b9f7e0fa7b6242c932"
 
     package init(
-        keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: String, receipt: [UInt8],
+        keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: AppAttestEnvironment, receipt: [UInt8],
         status: DeviceStatus, createdAt: Int64, updatedAt: Int64, trustAnchor: String = DeviceRecord.appleRootAnchor,
         appID: String? = nil, receiptState: ReceiptState? = nil
     ) {

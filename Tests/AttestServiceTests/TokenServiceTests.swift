@@ -28,7 +28,7 @@ struct TokenServiceTests {
         let stored = try #require(try world.store.device(keyID: device.keyID))
         #expect(stored.counter == 0)
         #expect(stored.publicKey == device.publicPoint)
-        #expect(stored.environment == "production")
+        #expect(stored.environment == .production)
 
         let second = try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1")
         #expect(second.accessToken != first.accessToken)
@@ -443,14 +443,14 @@ struct TokenServiceTests {
         let device = try SyntheticDevice()
         _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
         let verdict = try #require(try world.store.device(keyID: device.keyID)?.receiptState?.verdict)
-        #expect(verdict.hasPrefix("receipt_"), "a synthetic device's receipt is not Apple's: \(verdict)")
+        #expect(verdict.description.hasPrefix("receipt_"), "a synthetic device's receipt is not Apple's: \(verdict)")
         _ = try world.store.updatePolicy(
             clientID: world.integration.clientID, policy: IntegrationPolicy(requireValidReceipt: true), maxLiveTokensPerDevice: nil,
             audit: nil)
         let strict = try SyntheticDevice()
         let refused = serviceError { try world.service.attest(try world.attestRequest(strict), from: "127.0.0.1") }
         #expect(refused?.code == .attestationRejected)
-        #expect(refused?.subcode.identifier == verdict)
+        #expect(refused?.subcode.identifier == verdict.description)
         #expect(try world.store.device(keyID: strict.keyID) == nil)
     }
 
@@ -462,7 +462,7 @@ struct TokenServiceTests {
         _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
         _ = try world.store.updatePolicy(
             clientID: world.integration.clientID, policy: IntegrationPolicy(maxRiskMetric: 5), maxLiveTokensPerDevice: nil, audit: nil)
-        let risky = ReceiptState(verdict: "valid", type: "RECEIPT", createdAt: 1, expiresAt: 2, riskMetric: 6, refreshedAt: 1)
+        let risky = ReceiptState(verdict: .valid, type: .receipt, createdAt: 1, expiresAt: 2, riskMetric: 6, refreshedAt: 1)
         try world.store.updateReceipt(keyID: device.keyID, receipt: [1], state: risky)
         #expect(
             serviceError { try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1") }

@@ -253,7 +253,7 @@ struct PostgresStoreTests {
     static func integration(_ clientID: String) -> IntegrationRecord {
         IntegrationRecord(
             clientID: clientID, workspaceID: "ws", name: "n", teamID: "ABCDE12345", bundleIDs: ["com.example.a"],
-            environments: ["production"], status: .active, createdAt: time, revokedAt: nil)
+            environments: [.production], status: .active, createdAt: time, revokedAt: nil)
     }
 
     /// A loopback port nothing listens on.

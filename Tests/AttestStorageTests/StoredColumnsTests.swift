@@ -12,23 +12,23 @@ struct StoredColumnsTests {
     /// An integration with every optional column set.
     static let full = IntegrationRecord(
         clientID: "clid_full", workspaceID: "ws_full", name: "Full \u{e9}t\u{e9}", teamID: "ABCDE12345",
-        bundleIDs: ["com.example.a", "com.example.b"], environments: ["development", "production"], status: .active, createdAt: time,
+        bundleIDs: ["com.example.a", "com.example.b"], environments: [.development, .production], status: .active, createdAt: time,
         revokedAt: nil, suspendedAt: time + 1, maxLiveTokensPerDevice: 3,
         policy: IntegrationPolicy(requireValidReceipt: true, maxRiskMetric: 7, maxNewKeysPerHour: 9))
     /// A revoked integration with every optional column empty.
     static let bare = IntegrationRecord(
         clientID: "clid_bare", workspaceID: "ws_bare", name: "Bare", teamID: "ZYXWV98765", bundleIDs: ["org.example.only"],
-        environments: ["production"], status: .revoked, createdAt: time - 10, revokedAt: time - 5)
+        environments: [.production], status: .revoked, createdAt: time - 10, revokedAt: time - 5)
 
     static let device = DeviceRecord(
         keyID: [UInt8](repeating: 7, count: 32), clientID: "clid_full", publicKey: [0x04] + [UInt8](repeating: 9, count: 64),
-        counter: UInt32.max, environment: "development", receipt: [0, 1, 2, 255], status: .revoked, createdAt: time, updatedAt: time + 2,
+        counter: UInt32.max, environment: .development, receipt: [0, 1, 2, 255], status: .revoked, createdAt: time, updatedAt: time + 2,
         trustAnchor: String(repeating: "cd", count: 32), appID: "ABCDE12345.com.example.a",
         receiptState: ReceiptState(
-            verdict: "valid", type: "RECEIPT", createdAt: time - 100, expiresAt: time + 100, riskMetric: 42, refreshedAt: time + 3))
+            verdict: .valid, type: .receipt, createdAt: time - 100, expiresAt: time + 100, riskMetric: 42, refreshedAt: time + 3))
     static let deviceWithoutReceipt = DeviceRecord(
         keyID: [UInt8](repeating: 8, count: 32), clientID: "clid_full", publicKey: [0x04] + [UInt8](repeating: 1, count: 64), counter: 0,
-        environment: "production", receipt: [], status: .active, createdAt: time + 1, updatedAt: time + 1)
+        environment: .production, receipt: [], status: .active, createdAt: time + 1, updatedAt: time + 1)
     static let token = TokenRecord(
         tokenHash: [UInt8](repeating: 3, count: 32), clientID: "clid_full", workspaceID: "ws_full", keyID: [UInt8](repeating: 8, count: 32),
         scope: "messages", issuedAt: time, expiresAt: time + 3600)

@@ -30,13 +30,13 @@ struct TokenStoreContractTests {
         static func integration(_ clientID: String, bundleIDs: [String] = ["com.example.b", "com.example.a"]) -> IntegrationRecord {
             IntegrationRecord(
                 clientID: clientID, workspaceID: "ws_1", name: "App", teamID: "ABCDE12345", bundleIDs: bundleIDs.sorted(),
-                environments: ["production"], status: .active, createdAt: TokenStoreContractTests.time, revokedAt: nil)
+                environments: [.production], status: .active, createdAt: TokenStoreContractTests.time, revokedAt: nil)
         }
 
         func device(_ seed: UInt8, counter: UInt32 = 0) -> DeviceRecord {
             DeviceRecord(
                 keyID: [UInt8](repeating: seed, count: 32), clientID: integration.clientID,
-                publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: counter, environment: "production",
+                publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: counter, environment: .production,
                 receipt: [1, 2, 3], status: .active, createdAt: TokenStoreContractTests.time, updatedAt: TokenStoreContractTests.time,
                 trustAnchor: String(repeating: "ab", count: 32), appID: "ABCDE12345.com.example.a")
         }
@@ -225,7 +225,7 @@ struct TokenStoreContractTests {
         try world.register(1)
         let keyID = world.device(1).keyID
         let receipt = ReceiptState(
-            verdict: "valid", type: "RECEIPT", createdAt: Self.time, expiresAt: nil, riskMetric: 3, refreshedAt: Self.time + 9)
+            verdict: .valid, type: .receipt, createdAt: Self.time, expiresAt: nil, riskMetric: 3, refreshedAt: Self.time + 9)
         try world.store.updateReceipt(keyID: keyID, receipt: [9, 8, 7], state: receipt)
         let challengeID = try world.challenge(2)
         let unknown = [UInt8](repeating: 77, count: 32)
