@@ -71,11 +71,7 @@ enum IncidentCommands {
     }
 
     static func runAuditList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let start =
-            try options.value(since).map { text throws(UsageError) -> Int64 in
-                guard let value = Int64(text), value >= 0 else { throw UsageError(message: "--since takes Unix seconds") }
-                return value
-            } ?? 0
+        let start = try options.integer(since, in: 0...Int64.max, unit: " (Unix seconds)") ?? 0
         guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
         do {
             let entries = try IntegrationCommands.admin(store, io, options).auditLog(since: start)

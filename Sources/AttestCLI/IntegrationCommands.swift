@@ -111,11 +111,11 @@ enum IntegrationCommands {
         case "development": environments = [.development]
         case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
         }
-        let limit = try PolicyOptions.number(options.value(maxLiveTokens), "max-live-tokens-per-device", in: 1...1000)
+        let limit = try options.integer(maxLiveTokens, in: 1...1000)
         let policy = IntegrationPolicy(
             requireValidReceipt: options.flag(requireValidReceipt),
-            maxRiskMetric: try PolicyOptions.number(options.value(maxRiskMetric), "max-risk-metric", in: 0...1_000_000),
-            maxNewKeysPerHour: try PolicyOptions.number(options.value(maxNewKeys), "max-new-keys-per-hour", in: 1...1_000_000))
+            maxRiskMetric: try options.integer(maxRiskMetric, in: 0...1_000_000),
+            maxNewKeysPerHour: try options.integer(maxNewKeys, in: 1...1_000_000))
         guard let store = openStore(options, io) else { return ExitCode.failure }
         let admin = admin(store, io, options)
         do {
