@@ -37,11 +37,14 @@ let package = Package(
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
 
-        .target(name: "AttestCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
+        // The one shape of every module's error type (CodedError), below everything.
+        .target(name: "AttestErrors", swiftSettings: strict),
+        .target(name: "AttestCrypto", dependencies: ["COpenSSL", "AttestErrors"], swiftSettings: strict),
+        .target(name: "AttestCore", dependencies: ["AttestCrypto", "AttestErrors"], swiftSettings: strict),
         .target(
-            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
-        .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], swiftSettings: strict,
+            plugins: ["EmbedMigrations"]),
+        .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestErrors"], swiftSettings: strict),
         .target(name: "AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.
         .target(name: "AttestObservability", dependencies: ["AttestCrypto"], swiftSettings: strict),

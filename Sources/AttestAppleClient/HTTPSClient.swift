@@ -8,10 +8,7 @@ package struct HTTPClientError: Error, Sendable, Equatable, CustomStringConverti
     /// libcurl's sentence for it (never the request's headers or body).
     package let reason: String
 
-    package init(code: String, reason: String) {
-        self.code = code
-        self.reason = reason
-    }
+    package init(code: String, reason: String) { (self.code, self.reason) = (code, reason) }
 
     package var description: String { "\(code): \(reason)" }
 }

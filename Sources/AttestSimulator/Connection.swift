@@ -13,11 +13,7 @@ package struct StepFailure: Error, Hashable, Sendable, CustomStringConvertible {
     package let code: String
     package let reason: String
 
-    package init(status: Int?, code: String, reason: String) {
-        self.status = status
-        self.code = code
-        self.reason = reason
-    }
+    package init(status: Int?, code: String, reason: String) { (self.status, self.code, self.reason) = (status, code, reason) }
 
     /// A failure of the simulator itself (making a key, an object or a signature).
     package static func simulator(_ reason: String) -> StepFailure {

@@ -129,10 +129,7 @@ package struct DeviceSummary: Sendable, Equatable {
     package var liveTokens: Int
 
     /// A device and its live token count.
-    package init(device: DeviceRecord, liveTokens: Int) {
-        self.device = device
-        self.liveTokens = liveTokens
-    }
+    package init(device: DeviceRecord, liveTokens: Int) { (self.device, self.liveTokens) = (device, liveTokens) }
 }
 
 /// Whether a device key may still refresh tokens.
