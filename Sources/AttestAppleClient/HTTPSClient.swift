@@ -20,9 +20,7 @@ package struct HTTPClientResponse: Sendable, Equatable {
     package var body: [UInt8]
 
     package init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
-        self.status = status
-        self.headers = headers
-        self.body = body
+        (self.status, self.headers, self.body) = (status, headers, body)
     }
 
     /// The first header named `name` (lowercase).

@@ -31,10 +31,7 @@ package struct CodedError<Kind: ErrorCode>: Error, Sendable, Hashable, CustomStr
 
     /// An error of `code`, recording where it was made.
     package init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
+        (self.code, self.reason, self.file, self.line) = (code, reason, file, line)
     }
 
     /// `identifier: reason`.

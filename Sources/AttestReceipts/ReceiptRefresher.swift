@@ -102,13 +102,9 @@ package final class ReceiptRefresher: Sendable {
         store: any ReceiptStore, apple: AppleAttestationDataClient, verifier: ReceiptVerifier, secretsKey: [UInt8], clock: any WallClock,
         logger: Logger, settings: ReceiptRefresherSettings = ReceiptRefresherSettings()
     ) {
-        self.store = store
-        self.apple = apple
-        self.verifier = verifier
-        self.secretsKey = secretsKey
-        self.clock = clock
-        self.logger = logger
-        self.settings = settings
+        (self.store, self.apple, self.verifier, self.secretsKey, self.clock, self.logger, self.settings) = (
+            store, apple, verifier, secretsKey, clock, logger, settings
+        )
     }
 
     /// Every outcome counted since start, by outcome (each present, zero when none).

@@ -21,11 +21,7 @@ package struct IntegrationAdmin: Sendable {
         store: any AdminStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
         actor: String = "unknown"
     ) {
-        self.store = store
-        self.clock = clock
-        self.random = random
-        self.logger = logger
-        self.actor = actor
+        (self.store, self.clock, self.random, self.logger, self.actor) = (store, clock, random, logger, actor)
     }
 
     /// The audit row of `action` on `target`, its detail from the change's outcome (nil: no row),

@@ -70,9 +70,7 @@ package struct Connection {
     private var client: HTTPClient?
 
     package init(host: String = "127.0.0.1", port: UInt16, receiveTimeoutSeconds: Int = 30) {
-        self.host = host
-        self.port = port
-        self.receiveTimeoutSeconds = receiveTimeoutSeconds
+        (self.host, self.port, self.receiveTimeoutSeconds) = (host, port, receiveTimeoutSeconds)
     }
 
     /// Sends `request` and records its latency and outcome in `log`: success is a 200 whose body

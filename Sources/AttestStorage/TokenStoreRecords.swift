@@ -72,9 +72,7 @@ package struct IntegrationPolicy: Sendable, Hashable {
 
     /// No requirement.
     package init(requireValidReceipt: Bool = false, maxRiskMetric: Int? = nil, maxNewKeysPerHour: Int? = nil) {
-        self.requireValidReceipt = requireValidReceipt
-        self.maxRiskMetric = maxRiskMetric
-        self.maxNewKeysPerHour = maxNewKeysPerHour
+        (self.requireValidReceipt, self.maxRiskMetric, self.maxNewKeysPerHour) = (requireValidReceipt, maxRiskMetric, maxNewKeysPerHour)
     }
 }
 
@@ -113,12 +111,9 @@ package struct ReceiptState: Sendable, Hashable {
 
     /// A receipt state.
     package init(verdict: ReceiptVerdict, type: ReceiptType?, createdAt: Int64?, expiresAt: Int64?, riskMetric: Int?, refreshedAt: Int64?) {
-        self.verdict = verdict
-        self.type = type
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.riskMetric = riskMetric
-        self.refreshedAt = refreshedAt
+        (self.verdict, self.type, self.createdAt, self.expiresAt, self.riskMetric, self.refreshedAt) = (
+            verdict, type, createdAt, expiresAt, riskMetric, refreshedAt
+        )
     }
 }
 
@@ -194,13 +189,9 @@ package struct TokenRecord: Sendable, Hashable {
     package init(
         tokenHash: [UInt8], clientID: String, workspaceID: String, keyID: [UInt8], scope: String, issuedAt: Int64, expiresAt: Int64
     ) {
-        self.tokenHash = tokenHash
-        self.clientID = clientID
-        self.workspaceID = workspaceID
-        self.keyID = keyID
-        self.scope = scope
-        self.issuedAt = issuedAt
-        self.expiresAt = expiresAt
+        (self.tokenHash, self.clientID, self.workspaceID, self.keyID, self.scope, self.issuedAt, self.expiresAt) = (
+            tokenHash, clientID, workspaceID, keyID, scope, issuedAt, expiresAt
+        )
     }
 }
 
@@ -211,9 +202,7 @@ package struct ChallengeState: Sendable, Equatable {
     package var consumed: Bool
 
     package init(clientID: String, expiresAt: Int64, consumed: Bool) {
-        self.clientID = clientID
-        self.expiresAt = expiresAt
-        self.consumed = consumed
+        (self.clientID, self.expiresAt, self.consumed) = (clientID, expiresAt, consumed)
     }
 }
 
@@ -254,10 +243,7 @@ package struct StoreSnapshot: Sendable, Equatable {
 
     /// A snapshot of these records.
     package init(integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = []) {
-        self.integrations = integrations
-        self.devices = devices
-        self.tokens = tokens
-        self.auditEntries = auditEntries
+        (self.integrations, self.devices, self.tokens, self.auditEntries) = (integrations, devices, tokens, auditEntries)
     }
 }
 
@@ -276,11 +262,7 @@ package struct AuditEntry: Sendable, Equatable {
 
     /// An entry.
     package init(at: Int64, actor: String, action: AuditAction, target: String, detail: String) {
-        self.at = at
-        self.actor = actor
-        self.action = action
-        self.target = target
-        self.detail = detail
+        (self.at, self.actor, self.action, self.target, self.detail) = (at, actor, action, target, detail)
     }
 }
 
@@ -309,11 +291,7 @@ package struct AuditNote<Outcome>: Sendable {
     package init(
         at: Int64, actor: String, action: AuditAction, target: String, detail: @escaping @Sendable (Outcome) -> String?
     ) {
-        self.at = at
-        self.actor = actor
-        self.action = action
-        self.target = target
-        self.detail = detail
+        (self.at, self.actor, self.action, self.target, self.detail) = (at, actor, action, target, detail)
     }
 
     /// The entry for `outcome`, or nil when it records none.
@@ -335,10 +313,9 @@ package struct StoreStatistics: Sendable, Equatable {
 
     /// Statistics with these values.
     package init(activeIntegrations: Int, activeDevices: Int, revokedIntegrations: Int, bytes: Int64) {
-        self.activeIntegrations = activeIntegrations
-        self.activeDevices = activeDevices
-        self.revokedIntegrations = revokedIntegrations
-        self.bytes = bytes
+        (self.activeIntegrations, self.activeDevices, self.revokedIntegrations, self.bytes) = (
+            activeIntegrations, activeDevices, revokedIntegrations, bytes
+        )
     }
 }
 
@@ -350,9 +327,7 @@ package struct RevocationSummary: Sendable, Equatable {
     package var devicesBlocked: Int
 
     package init(changed: Bool, tokensRevoked: Int, devicesBlocked: Int) {
-        self.changed = changed
-        self.tokensRevoked = tokensRevoked
-        self.devicesBlocked = devicesBlocked
+        (self.changed, self.tokensRevoked, self.devicesBlocked) = (changed, tokensRevoked, devicesBlocked)
     }
 }
 
@@ -363,8 +338,6 @@ package struct RefreshInputs: Sendable, Equatable {
     package var device: DeviceRecord?
 
     package init(integration: IntegrationRecord?, challenge: ChallengeState?, device: DeviceRecord?) {
-        self.integration = integration
-        self.challenge = challenge
-        self.device = device
+        (self.integration, self.challenge, self.device) = (integration, challenge, device)
     }
 }
