@@ -107,36 +107,28 @@ enum PolicyCommands {
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            let devices = try IntegrationCommands.admin(store, io, options).devices(clientID: options.required(clientID))
+        return IntegrationCommands.administering("device list", options, io) { admin throws(ServiceError) -> Int32 in
+            let devices = try admin.devices(clientID: options.required(clientID))
             if options.flag(IntegrationCommands.json) {
                 io.standardOutput(JSONText.render(.array(devices.map(value)), pretty: true) + "\n")
             } else {
                 for device in devices { io.standardOutput(line(device)) }
             }
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl device list: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let text = options.positionals[0]
         let keyID = try IncidentCommands.keyID(text)
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            guard let device = try IntegrationCommands.admin(store, io, options).device(keyID: keyID) else {
+        return IntegrationCommands.administering("device show", options, io) { admin throws(ServiceError) -> Int32 in
+            guard let device = try admin.device(keyID: keyID) else {
                 io.standardError("attestctl device show: no device \(text)\n")
                 return ExitCode.failure
             }
             io.standardOutput(
                 options.flag(IntegrationCommands.json) ? JSONText.render(value(device), pretty: true) + "\n" : line(device))
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl device show: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 }
