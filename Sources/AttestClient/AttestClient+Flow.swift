@@ -63,6 +63,8 @@ extension AttestClient {
             case .unloaded:
                 key = try keyStore.load().map(KeyState.saved) ?? .absent
             case .absent:
+                // The challenge first: a client ID attestd refuses (unknown, revoked) makes no key.
+                unspentChallenge = try await nextChallenge()
                 let keyID = try await deviceCall { try await device.generateKey() }
                 // Saved before it is attested, so a crash in between leaves a key to attest at the
                 // next launch instead of one forgotten (and never registered).
@@ -92,6 +94,7 @@ extension AttestClient {
             } else {
                 try replaceKey(&allowance, otherwise: AppAttestDeviceError.invalidKey)
             }
+            unspentChallenge = challenge  // not presented: still good for the next step
             return nil
         } catch let failure as RetryableFailure {
             // Apple asks for the retry to use the same client data hash: keep the challenge.

@@ -89,6 +89,19 @@ final class ClientWorld: Sendable {
     /// attestd's log so far.
     var log: String { logs.text }
 
+    /// The SQLite file of a SQLite world.
+    var sqliteFile: URL {
+        guard case .sqlite(let path) = location.location else { return directory.appendingPathComponent("not-sqlite") }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// Freezes attestd's clock at `date`, or returns it to the system clock (nil); test mode only.
+    func setServerClock(_ date: Date?) throws {
+        let now = date.map { String(Int64($0.timeIntervalSince1970)) } ?? "0"
+        let response = try RawHTTPClient(port: port).postJSON("/test/clock", #"{"now": "\#(now)"}"#)
+        guard response.status == 200 else { throw TestFailure(description: "POST /test/clock: \(response.status)") }
+    }
+
     /// Stops attestd (connections are refused until `start`), keeping its counts.
     func stop() throws {
         let counts = try currentCounts()
@@ -161,8 +174,13 @@ final class ClientWorld: Sendable {
     /// The number of keys the simulated app holds in the state directory.
     func deviceKeys() throws -> Int {
         let keys = stateDirectory.appendingPathComponent("devices/\(Self.teamID).\(Self.bundleID)")
+        guard FileManager.default.fileExists(atPath: keys.path) else { return 0 }
         return try FileManager.default.contentsOfDirectory(atPath: keys.path).filter { $0.hasSuffix(".pem") }.count
     }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// attestd's log lines, kept in memory.
