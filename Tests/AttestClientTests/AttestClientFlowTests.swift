@@ -81,9 +81,9 @@ struct AttestClientFlowTests {
         #expect(try world.requests("token", status: 200) == 2)
     }
 
-    @Test("100 concurrent first calls share one attestation and get the same token")
-    func concurrentCallersShareOneAttestation() async throws {
-        let world = try ClientWorld()
+    @Test("100 concurrent first calls share one attestation and get the same token", arguments: StoreBackend.available)
+    func concurrentCallersShareOneAttestation(backend: StoreBackend) async throws {
+        let world = try ClientWorld(backend)
         let device = HookedDevice(try world.device()) { _, _ in }
         let client = world.client(device: device, keyStore: world.keyStore())
 

@@ -163,9 +163,9 @@ struct AttestClientRecoveryTests {
         #expect(try world.deviceKeys() == 1)
     }
 
-    @Test("a revoked integration: integrationRevoked, remembered, and no request ever again")
-    func revokedIntegrationIsTerminal() async throws {
-        let world = try ClientWorld()
+    @Test("a revoked integration: integrationRevoked, remembered, and no request ever again", arguments: StoreBackend.available)
+    func revokedIntegrationIsTerminal(backend: StoreBackend) async throws {
+        let world = try ClientWorld(backend)
         let client = world.client(device: try world.device(), keyStore: world.keyStore())
         _ = try await client.token()
         _ = try world.admin.revoke(clientID: world.integration.clientID)

@@ -14,9 +14,9 @@ private func seconds(since start: ContinuousClock.Instant) -> Double {
 // Serialized: these tests measure pauses, which a machine busy with other tests would stretch.
 @Suite("AttestClient retries within its budget and stops when cancelled", .serialized)
 struct AttestClientRetryTests {
-    @Test("attestd down and back within the retry budget: the first call waits for it and succeeds")
-    func downAndBack() async throws {
-        let world = try ClientWorld()
+    @Test("attestd down and back within the retry budget: the first call waits for it and succeeds", arguments: StoreBackend.available)
+    func downAndBack(backend: StoreBackend) async throws {
+        let world = try ClientWorld(backend)
         try world.stop()
         let client = world.client(device: try world.device(), keyStore: world.keyStore())
         let start = ContinuousClock.now
