@@ -21,9 +21,10 @@
             self.accessGroup = accessGroup
         }
 
-        /// A Keychain call that failed, with its `OSStatus`.
+        /// A Keychain call that failed, with its `OSStatus` (e.g. -25308 `errSecInteractionNotAllowed`
+        /// before the first unlock).
         public struct Failure: Error, Sendable, Equatable {
-            public let status: OSStatus
+            public let status: Int32
         }
 
         private var query: [String: Any] {

@@ -38,13 +38,18 @@ struct ServiceConnection: Sendable {
     func challenge() async throws -> (ClientData, lifetime: TimeInterval) {
         struct Answer: Decodable {
             let challenge: String
-            let expires_in: Double?
+            let expiresIn: Double?
+
+            enum CodingKeys: String, CodingKey {
+                case challenge
+                case expiresIn = "expires_in"
+            }
         }
         let body = try await post("v1/challenge", ["client_id": clientID])
         guard let answer = try? JSONDecoder().decode(Answer.self, from: body), let data = ClientData(challenge: answer.challenge) else {
             throw TransportFailure(description: "the answer to /v1/challenge is not attestd's")
         }
-        return (data, answer.expires_in ?? 300)
+        return (data, answer.expiresIn ?? 300)
     }
 
     /// POST /v1/attest with the attestation of `keyID` over `challenge`.
@@ -69,13 +74,18 @@ struct ServiceConnection: Sendable {
 
     private func token(_ body: Data, path: String) throws -> IssuedToken {
         struct Answer: Decodable {
-            let access_token: String
-            let expires_in: Double
+            let accessToken: String
+            let expiresIn: Double
+
+            enum CodingKeys: String, CodingKey {
+                case accessToken = "access_token"
+                case expiresIn = "expires_in"
+            }
         }
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: body), !answer.access_token.isEmpty, answer.expires_in > 0 else {
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: body), !answer.accessToken.isEmpty, answer.expiresIn > 0 else {
             throw TransportFailure(description: "the answer to \(path) is not attestd's")
         }
-        return IssuedToken(value: answer.access_token, lifetime: answer.expires_in)
+        return IssuedToken(value: answer.accessToken, lifetime: answer.expiresIn)
     }
 
     /// The body of a 200 answer to a JSON POST; throws `Refusal` for any other status,
