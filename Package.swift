@@ -70,11 +70,18 @@ let package = Package(
             name: "AttestReceipts",
             dependencies: ["AttestAppleClient", "AttestCore", "AttestCrypto", "AttestObservability", "AttestService", "AttestStorage"],
             swiftSettings: strict),
+        // The HTTP API: router, middleware, routes by audience. No store, receipts or Apple client.
         .target(
             name: "AttestHTTP",
+            dependencies: ["AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestObservability"],
+            swiftSettings: strict),
+        // The composition root: configuration, and the store, verifier, service, refresher, router and listener wired from it.
+        .target(
+            name: "AttestServer",
             dependencies: [
-                "AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestStorage", "AttestOptions", "AttestReceipts",
-                "AttestAppleClient", "AttestObservability",
+                "AttestAppleClient", "AttestCore", "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestOptions",
+                "AttestReceipts",
+                "AttestService", "AttestStorage",
             ],
             swiftSettings: strict),
         .target(
@@ -86,7 +93,7 @@ let package = Package(
 
         .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
         .executableTarget(
-            name: "attestd", dependencies: ["AttestHTTP", "AttestObservability", "AttestService", "AttestOptions"], swiftSettings: strict),
+            name: "attestd", dependencies: ["AttestServer", "AttestObservability", "AttestOptions"], swiftSettings: strict),
         // A developer tool for scripts/bench-*, never installed: it measures the recorded fixtures, so it may use AttestTesting.
         .executableTarget(
             name: "attest-bench",
@@ -110,7 +117,8 @@ let package = Package(
         .testTarget(
             name: "AttestHTTPTests",
             dependencies: [
-                "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestService", "AttestStorage", "AttestCore", "AttestCrypto",
+                "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestServer", "AttestService", "AttestStorage", "AttestCore",
+                "AttestCrypto",
                 "AttestTesting",
             ], swiftSettings: strict),
         .testTarget(
@@ -121,7 +129,7 @@ let package = Package(
         .testTarget(
             name: "AttestCLITests",
             dependencies: [
-                "AttestCLI", "AttestHTTP", "AttestObservability", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting",
+                "AttestCLI", "AttestServer", "AttestObservability", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting",
             ],
             swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),

@@ -1,5 +1,6 @@
 import AttestCore
 import AttestOptions
+import AttestService
 import AttestSimulator
 import Foundation
 import Glibc
@@ -95,8 +96,8 @@ enum SimulateCommand {
         for spec in requiredForRun { _ = try given(spec) }
         let (host, port) = try address(given(url))
         let clientID = try given(Self.clientID)
-        guard !clientID.isEmpty, clientID.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw UsageError(message: "--client-id takes a client ID (clid_...)")
+        guard ClientID(clientID) != nil else {
+            throw UsageError(message: "--client-id takes a client ID: clid_ and 32 lower-case hex digits, as integration create prints it")
         }
         let (team, bundle) = (try given(teamID), try given(bundleID))
         let appID: AppID

@@ -2,14 +2,14 @@ import Foundation
 
 /// An IPv4 or IPv6 network in CIDR form (`127.0.0.1/32`, `10.0.0.0/8`, `::1/128`), for
 /// `--trusted-proxy`.
-struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
+package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     /// The network's address bytes (4 or 16), host bits cleared.
     let address: [UInt8]
     /// Leading bits that must match.
     let prefixLength: Int
 
     /// Parses `ADDRESS/BITS` (or a bare address: all bits); nil for anything else.
-    init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let bytes = Self.bytes(String(parts[0])) else { return nil }
         let bits = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
@@ -24,7 +24,7 @@ struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
         return Self.masked(bytes, prefixLength) == address
     }
 
-    var description: String {
+    package var description: String {
         guard let text = Self.text(address) else { return "?" }
         return "\(text)/\(prefixLength)"
     }

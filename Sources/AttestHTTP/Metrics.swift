@@ -1,5 +1,5 @@
 import AttestObservability
-import AttestService
+package import AttestService
 import Synchronization
 
 /// Prometheus counters and histograms for the HTTP API, rendered in the text exposition format.
@@ -14,12 +14,6 @@ package final class Metrics: Sendable, ServiceObserver {
         var counts = [UInt64](repeating: 0, count: Metrics.latencyBuckets.count)
         var sum: Double = 0
         var count: UInt64 = 0
-    }
-
-    /// What was verified.
-    enum VerificationKind: String, Sendable {
-        case attestation
-        case assertion
     }
 
     private struct RequestKey: Hashable, Comparable {
@@ -73,9 +67,9 @@ package final class Metrics: Sendable, ServiceObserver {
         }
     }
 
-    /// A verification outcome (`ok` or the check that failed), and when `integration` is the
-    /// client ID of an existing integration, its per-integration ok/failed count.
-    func recordOutcome(kind: VerificationKind, outcome: String, integration: String?) {
+    /// A verification outcome (`ok` or the check that failed), and when `clientID` is that of
+    /// an existing integration (as stored), its per-integration ok/failed count.
+    package func verificationFinished(_ kind: VerificationKind, outcome: String, clientID integration: String?) {
         state.withLock { state in
             state.outcomes[OutcomeKey(kind: kind.rawValue, outcome: outcome), default: 0] += 1
             if let integration {
@@ -99,7 +93,7 @@ package final class Metrics: Sendable, ServiceObserver {
     }
 
     /// A connection refused because its address held its whole per-address share.
-    func recordRefusedConnection() {
+    package func recordRefusedConnection() {
         state.withLock { $0.refusedConnections += 1 }
     }
 
@@ -108,7 +102,7 @@ package final class Metrics: Sendable, ServiceObserver {
         state.withLock { $0.storageErrors[reason, default: 0] += 1 }
     }
 
-    func recordTokenMinted() {
+    package func tokenIssued() {
         state.withLock { $0.tokensMinted += 1 }
     }
 

@@ -115,6 +115,15 @@ struct Problem: Error, Sendable {
     }
 
     /// A malformed request (400 `malformed_request`).
+    /// Runs a service call; its refusal becomes the matching problem.
+    static func calling<T>(_ body: () throws(ServiceError) -> T) throws(Problem) -> T {
+        do {
+            return try body()
+        } catch {
+            throw Problem(error)
+        }
+    }
+
     static func malformed(_ subcode: ServiceError.Subcode, _ reason: String) -> Problem {
         Problem(ServiceError.malformed(subcode, reason))
     }

@@ -46,9 +46,9 @@ enum RequestDecoding {
 
     /// `client_id`: `clid_` and 32 lower-case hex digits, refused here before anything (limiter,
     /// hints, metrics, the store) sees it.
-    static func clientID(_ text: String) throws(Problem) -> ClientID {
+    static func clientID(_ text: String) throws(ServiceError) -> ClientID {
         guard let clientID = ClientID(text) else {
-            throw Problem.malformed(.field(.clientID), "client_id must be clid_ and 32 lower-case hex digits")
+            throw ServiceError.malformed(.field(.clientID), "client_id must be clid_ and 32 lower-case hex digits")
         }
         return clientID
     }

@@ -1,6 +1,18 @@
+/// What was verified.
+package enum VerificationKind: String, Sendable {
+    case attestation
+    case assertion
+}
+
 /// What the service reports as it works, for the metrics (the HTTP layer implements it).
 package protocol ServiceObserver: Sendable {
     /// A receipt was checked: at attestation (`ATTEST`) or after an exchange with Apple (`RECEIPT`).
     /// `verdict` is `valid` or the `receipt_*` check that refused it.
     func receiptVerified(clientID: String, verdict: String, riskMetric: Int?)
+    /// An attestation or assertion was verified (`outcome` `ok`) or refused (the check or field
+    /// that failed). `clientID` is the stored client ID of the integration it was for, once the
+    /// integration was found; nil before.
+    func verificationFinished(_ kind: VerificationKind, outcome: String, clientID: String?)
+    /// An access token was issued.
+    func tokenIssued()
 }

@@ -63,6 +63,34 @@ package struct Challenge: Sendable, Hashable {
     var storedID: [UInt8] { Digest.sha256(bytes) }
 }
 
+/// A device request as presented: its challenge, which could be read, and the rest still to be
+/// decoded. The service decodes the rest inside the challenge ledger's `spendingOnFailure`, so a
+/// malformed field spends the challenge and the edge need not know that rule.
+package struct Presented<Request: Sendable>: Sendable {
+    package let challenge: Challenge
+    package let fields: @Sendable () throws(ServiceError) -> Request
+
+    /// A request whose challenge is `challenge` and whose other fields `fields` decodes.
+    package init(challenge: Challenge, fields: @escaping @Sendable () throws(ServiceError) -> Request) {
+        self.challenge = challenge
+        self.fields = fields
+    }
+}
+
+extension Presented where Request == AttestRequest {
+    /// An attest request already decoded.
+    package init(_ request: AttestRequest) {
+        self.init(challenge: request.challenge) { request }
+    }
+}
+
+extension Presented where Request == RefreshRequest {
+    /// A refresh request already decoded.
+    package init(_ request: RefreshRequest) {
+        self.init(challenge: request.challenge) { request }
+    }
+}
+
 /// `POST /v1/attest`, decoded.
 package struct AttestRequest: Sendable {
     package var clientID: ClientID

@@ -121,36 +121,76 @@ package final class TokenService: Sendable {
     /// challenge (which it then spends), so junk requests from anyone who knows a client ID
     /// cannot exhaust the integration's budget for new devices.
     package func attest(_ request: AttestRequest, from address: String) throws(ServiceError) -> IssuedToken {
+        try attest(Presented(request), from: address)
+    }
+
+    /// `attest` on a request as presented: its other fields are decoded here, so that a malformed
+    /// one spends the challenge by the ledger's rule.
+    package func attest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try challenges.spendingOnFailure(request.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-            let integration = try activeIntegration(request.clientID)
-            try limit(.address(address), policy.perAddress, now: now)
-            let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
-            try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
-            if let maximum = integration.policy.maxNewKeysPerHour {
-                let recent = try stored { () throws(StorageError) in
-                    try store.newKeyCount(clientID: integration.clientID, since: now - 3600)
-                }
-                guard recent < maximum else {
-                    throw ServiceError(
-                        .rateLimited, .newKeysPerHour, "the integration registered its \(maximum) new keys of the last hour", retryAfter: 60
-                    )
-                }
+        return try observed(.attestation) { (found: inout String?) throws(ServiceError) -> IssuedToken in
+            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
+                let request = try presented.fields()
+                let integration = try activeIntegration(request.clientID)
+                found = integration.clientID
+                return try attest(request, integration: integration, from: address, now: now)
             }
-            let appIDs = try Self.appIDs(integration)
-            let verified: VerifiedAttestation
-            do throws(AttestError) {
-                verified = try verifier.verify(
-                    AttestationInput(
-                        object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
-                        appIDs: appIDs,
-                        allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
-            } catch {
-                throw ServiceError.rejected(error, attestation: true)
+        }
+    }
+
+    private func attest(
+        _ request: AttestRequest, integration: IntegrationRecord, from address: String, now: Int64
+    ) throws(ServiceError) -> IssuedToken {
+        try limit(.address(address), policy.perAddress, now: now)
+        let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
+        try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
+        if let maximum = integration.policy.maxNewKeysPerHour {
+            let recent = try stored { () throws(StorageError) in
+                try store.newKeyCount(clientID: integration.clientID, since: now - 3600)
             }
-            let receipt = try receiptState(of: verified, integration: integration, now: now)
-            return try register(
-                verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+            guard recent < maximum else {
+                throw ServiceError(
+                    .rateLimited, .newKeysPerHour, "the integration registered its \(maximum) new keys of the last hour", retryAfter: 60
+                )
+            }
+        }
+        let appIDs = try Self.appIDs(integration)
+        let verified: VerifiedAttestation
+        do throws(AttestError) {
+            verified = try verifier.verify(
+                AttestationInput(
+                    object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
+                    appIDs: appIDs,
+                    allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
+        } catch {
+            throw ServiceError.rejected(error, attestation: true)
+        }
+        let receipt = try receiptState(of: verified, integration: integration, now: now)
+        return try register(
+            verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+    }
+
+    /// Runs a verification, reporting its outcome to the observer: overall, and per integration
+    /// once `body` has set the integration's stored client ID (`found`).
+    private func observed(
+        _ kind: VerificationKind, _ body: (inout String?) throws(ServiceError) -> IssuedToken
+    ) throws(ServiceError) -> IssuedToken {
+        var found: String?
+        do {
+            let token = try body(&found)
+            observer?.verificationFinished(kind, outcome: "ok", clientID: found)
+            observer?.tokenIssued()
+            return token
+        } catch {
+            switch (error.code, error.subcode) {
+            case (.attestationRejected, _), (.assertionRejected, _), (.malformedRequest, .check):
+                observer?.verificationFinished(kind, outcome: error.subcode.identifier, clientID: found)
+            case (.malformedRequest, _):
+                observer?.verificationFinished(kind, outcome: error.subcode.identifier, clientID: nil)
+            default:
+                break
+            }
+            throw error
         }
     }
 
@@ -207,16 +247,26 @@ package final class TokenService: Sendable {
 
     /// Verifies an assertion by a registered key, advances its counter and mints a token.
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
+        try refresh(Presented(request), from: address)
+    }
+
+    /// `refresh` on a request as presented: its other fields are decoded here, so that a
+    /// malformed one spends the challenge by the ledger's rule.
+    package func refresh(_ presented: Presented<RefreshRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try challenges.spendingOnFailure(request.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-            // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
-            let inputs = try stored { () throws(StorageError) in
-                try store.refreshInputs(
-                    clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
+        return try observed(.assertion) { (found: inout String?) throws(ServiceError) -> IssuedToken in
+            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
+                let request = try presented.fields()
+                // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
+                let inputs = try stored { () throws(StorageError) in
+                    try store.refreshInputs(
+                        clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
+                }
+                let integration = try Self.active(inputs.integration)
+                found = integration.clientID
+                let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
+                return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
             }
-            let integration = try Self.active(inputs.integration)
-            let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
-            return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
         }
     }
 

@@ -1,7 +1,6 @@
-import AttestHTTP
 import AttestObservability
 import AttestOptions
-import AttestService
+import AttestServer
 import Dispatch
 import Foundation
 import Synchronization

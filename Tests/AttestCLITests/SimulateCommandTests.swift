@@ -1,7 +1,7 @@
 import AttestCLI
 import AttestCrypto
-import AttestHTTP
 import AttestObservability
+import AttestServer
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -112,7 +112,7 @@ struct SimulateCommandTests {
     @Test("an unknown client ID fails the run with exit 1 and prints the problem code")
     func unknownClient() throws {
         let world = try SimulatorWorld()
-        let (code, console) = world.simulate(clientID: "clid_doesnotexist", devices: 3, refreshes: 2)
+        let (code, console) = world.simulate(clientID: "clid_" + String(repeating: "0", count: 32), devices: 3, refreshes: 2)
         let output = console.out.withLock { $0 }
         #expect(code == 1)
         #expect(StepCounts("challenge", in: output) == StepCounts(ok: 0, failed: 3))
@@ -130,7 +130,8 @@ struct SimulateCommandTests {
         // Port 1 on loopback: nothing listens there.
         let code = console.run(
             [
-                "simulate", "--url", "http://127.0.0.1:1", "--client-id", "clid_x", "--team-id", "ABCDE12345", "--bundle-id", "a.b",
+                "simulate", "--url", "http://127.0.0.1:1", "--client-id", "clid_0123456789abcdef0123456789abcdef", "--team-id",
+                "ABCDE12345", "--bundle-id", "a.b",
                 "--devices", "2", "--state", state,
             ])
         #expect(code == 1)
@@ -148,7 +149,8 @@ struct SimulateCommandTests {
         ])
     func usage(_ change: [String]) {
         var options = [
-            "--url": "http://127.0.0.1:8080", "--client-id": "clid_x", "--team-id": "ABCDE12345", "--bundle-id": "com.example.sim",
+            "--url": "http://127.0.0.1:8080", "--client-id": "clid_0123456789abcdef0123456789abcdef", "--team-id": "ABCDE12345",
+            "--bundle-id": "com.example.sim",
             "--devices": "5",
         ]
         options[change[0]] = change[1]
@@ -176,7 +178,8 @@ struct SimulateCommandTests {
         let console = SimulatorWorld.console()
         let code = console.run(
             [
-                "simulate", "--url", "http://[::1]:1/", "--client-id", "clid_x", "--team-id", "ABCDE12345", "--bundle-id", "a.b",
+                "simulate", "--url", "http://[::1]:1/", "--client-id", "clid_0123456789abcdef0123456789abcdef", "--team-id", "ABCDE12345",
+                "--bundle-id", "a.b",
                 "--devices", "1", "--state", state,
             ])
         #expect(code == 1)

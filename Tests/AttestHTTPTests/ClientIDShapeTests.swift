@@ -27,15 +27,15 @@ struct ClientIDShapeTests {
     @Test(
         "refuses every other spelling with 400 client_id; no hint, no limiter bucket, no metrics label", arguments: StoreBackend.available)
     func refusesMalformed(_ backend: StoreBackend) throws {
-        let world = try HTTPWorld(backend)
-        let api = world.server.api
+        let world = try HTTPWorld(backend, listening: false)
+        let api = world.app.router
         for variant in Self.variants(of: world.integration.clientID) {
             let response = api.respond(to: Self.challengeRequest(variant))
             #expect(response.status == 400, "\(variant)")
             #expect(ResponderTests.body(response)["reason"] as? String == "client_id", "\(variant)")
         }
-        #expect(world.server.service.activeHints.count == 0)
-        #expect(world.server.service.limiter.integrationBucketCount == 0)
+        #expect(world.app.service.activeHints.count == 0)
+        #expect(world.app.service.limiter.integrationBucketCount == 0)
         let metrics = String(decoding: api.respond(to: ResponderTests.request("GET", "/metrics")).body, as: UTF8.self)
         #expect(!metrics.contains("anything"))
         #expect(!metrics.split(separator: "\n").contains { $0.hasPrefix("attestd_up") })
@@ -44,8 +44,8 @@ struct ClientIDShapeTests {
 
     @Test("NUL-suffixed variants do not bypass the integration's challenge rate", arguments: StoreBackend.available)
     func variantsShareNoBucket(_ backend: StoreBackend) throws {
-        let world = try HTTPWorld(backend) { $0.challengePerIntegration = RateLimit(perSecond: 0.001, burst: 3) }
-        let api = world.server.api
+        let world = try HTTPWorld(backend, listening: false) { $0.challengePerIntegration = RateLimit(perSecond: 0.001, burst: 3) }
+        let api = world.app.router
         let clientID = world.integration.clientID
         for _ in 0..<3 { #expect(api.respond(to: Self.challengeRequest(clientID)).status == 200) }
         for index in 0..<20 {
@@ -53,7 +53,7 @@ struct ClientIDShapeTests {
         }
         let limited = api.respond(to: Self.challengeRequest(clientID))
         #expect(limited.status == 429)
-        #expect(world.server.service.limiter.integrationBucketCount == 1)
+        #expect(world.app.service.limiter.integrationBucketCount == 1)
     }
 
     @Test("a malformed client ID on attest spends the request's challenge, like any malformed field")
@@ -63,16 +63,16 @@ struct ClientIDShapeTests {
         let client = try world.client()
         let valid = try world.attestBody(client, device: device)
         let broken = valid.replacingOccurrences(of: world.integration.clientID, with: world.integration.clientID + #"\u0000"#)
-        let refused = world.server.api.respond(to: ResponderTests.request("POST", "/v1/attest", json: broken))
+        let refused = world.app.router.respond(to: ResponderTests.request("POST", "/v1/attest", json: broken))
         #expect(ResponderTests.body(refused)["reason"] as? String == "client_id")
-        let replayed = world.server.api.respond(to: ResponderTests.request("POST", "/v1/attest", json: valid))
+        let replayed = world.app.router.respond(to: ResponderTests.request("POST", "/v1/attest", json: valid))
         #expect(ResponderTests.body(replayed)["reason"] as? String == "challenge_used")
     }
 
     @Test("a metrics label value cannot forge a line")
     func labelsEscaped() {
         let metrics = Metrics(version: "test\"} 1\nattestd_up 0")
-        metrics.recordOutcome(kind: .attestation, outcome: "ok", integration: "clid_x\"} 1\nattestd_up 0")
+        metrics.verificationFinished(.attestation, outcome: "ok", clientID: "clid_x\"} 1\nattestd_up 0")
         metrics.receiptVerified(clientID: "clid_y\n", verdict: "valid", riskMetric: 1)
         let lines = metrics.render(gauges: []).split(separator: "\n")
         #expect(!lines.contains { $0.hasPrefix("attestd_up") })

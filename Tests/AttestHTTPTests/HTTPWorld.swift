@@ -2,6 +2,7 @@ import AttestCore
 import AttestCrypto
 import AttestHTTP
 import AttestObservability
+import AttestServer
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -16,12 +17,20 @@ final class MemorySink: LogSink {
     var all: String { lines.withLock { $0.joined(separator: "\n") } }
 }
 
-/// A real attestd on 127.0.0.1 port 0 with a temporary database, a synthetic trust anchor and a
-/// gateway secret; plus an integration created through the admin use case.
+/// A real attestd with a temporary database, a synthetic trust anchor and a gateway secret, on
+/// 127.0.0.1 port 0 unless made with `listening: false` (then tests call `app.router` without a
+/// socket); plus an integration created through the admin use case.
 final class HTTPWorld {
     let directory: URL
-    let server: Server
+    let app: Application
+    private let listener: Server?
     let sink = MemorySink()
+
+    /// The listening server; only a world made with `listening: true` (the default) has one.
+    var server: Server {
+        guard let listener else { preconditionFailure("this HTTPWorld was made with listening: false") }
+        return listener
+    }
     let pki: SyntheticPKI
     let admin: IntegrationAdmin
     let integration: IntegrationRecord
@@ -30,7 +39,9 @@ final class HTTPWorld {
     /// The database: a SQLite file in `directory`, or a PostgreSQL database of its own.
     let location: TestStoreLocation
 
-    init(_ backend: StoreBackend = .sqlite, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    init(
+        _ backend: StoreBackend = .sqlite, listening: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-http-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         pki = try SyntheticPKI(validAround: Int64(Date().timeIntervalSince1970))
@@ -49,7 +60,14 @@ final class HTTPWorld {
         configuration.connectionsPerAddress = 0
         configuration.challengePerIntegration = .unlimited
         configure(&configuration)
-        server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink))
+        if listening {
+            let server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink))
+            listener = server
+            app = server.application
+        } else {
+            listener = nil
+            app = try Application(configuration: configuration, version: "test", logger: Logger(sink: sink))
+        }
         // A second connection to the same database, as attestctl in another process would have.
         admin = IntegrationAdmin(store: try location.open(at: 0, connections: 1))
         integration = try admin.create(
@@ -59,7 +77,7 @@ final class HTTPWorld {
     }
 
     deinit {
-        server.stop()
+        if let listener { listener.stop() } else { app.close() }
         try? FileManager.default.removeItem(at: directory)
     }
 

@@ -1,5 +1,5 @@
 import AttestCrypto
-import AttestHTTP
+import AttestServer
 import Foundation
 import Testing
 

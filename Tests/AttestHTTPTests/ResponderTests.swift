@@ -25,8 +25,8 @@ struct ResponderTests {
 
     @Test("routes by one table: unknown paths 404, wrong methods 405 with Allow, HEAD wherever GET is")
     func routing() throws {
-        let world = try HTTPWorld()
-        let api = world.server.api
+        let world = try HTTPWorld(listening: false)
+        let api = world.app.router
         let missing = api.respond(to: Self.request("GET", "/v2/nothing"))
         #expect(missing.status == 404)
         #expect(Self.body(missing)["code"] as? String == "not_found")
@@ -44,18 +44,18 @@ struct ResponderTests {
 
     @Test("registers the /test/ routes only in test mode")
     func testRoutesOnlyInTestMode() throws {
-        let production = try HTTPWorld()
-        #expect(production.server.api.respond(to: Self.request("POST", "/test/clock", json: #"{"now":"1"}"#)).status == 404)
-        let testMode = try HTTPWorld { $0.insecureTestMode = true }
-        #expect(testMode.server.api.respond(to: Self.request("POST", "/test/clock", json: #"{"now":"1"}"#)).status == 200)
+        let production = try HTTPWorld(listening: false)
+        #expect(production.app.router.respond(to: Self.request("POST", "/test/clock", json: #"{"now":"1"}"#)).status == 404)
+        let testMode = try HTTPWorld(listening: false) { $0.insecureTestMode = true }
+        #expect(testMode.app.router.respond(to: Self.request("POST", "/test/clock", json: #"{"now":"1"}"#)).status == 200)
     }
 
     @Test("/healthz reports the storage kind and /readyz answers 200 while the storage answers")
     func healthAndReadiness() throws {
-        let world = try HTTPWorld()
-        let health = world.server.api.respond(to: Self.request("GET", "/healthz"))
+        let world = try HTTPWorld(listening: false)
+        let health = world.app.router.respond(to: Self.request("GET", "/healthz"))
         #expect(Self.body(health)["storage"] as? String == "sqlite")
-        let ready = world.server.api.respond(to: Self.request("GET", "/readyz"))
+        let ready = world.app.router.respond(to: Self.request("GET", "/readyz"))
         #expect(ready.status == 200)
         #expect(Self.body(ready)["status"] as? String == "ready")
     }
@@ -71,16 +71,16 @@ struct ResponderTests {
     @Test("answers each malformed attest field with 400 and its reason", arguments: 0..<malformedAttestFields.count)
     func malformedAttestField(_ index: Int) throws {
         let (field, value, reason) = Self.malformedAttestFields[index]
-        let world = try HTTPWorld()
+        let world = try HTTPWorld(listening: false)
         let device = try SyntheticDevice()
-        let challenge = try world.server.service.issueChallenge(clientID: try #require(world.integration.issuedClientID), from: "127.0.0.1")
+        let challenge = try world.app.service.issueChallenge(clientID: try #require(world.integration.issuedClientID), from: "127.0.0.1")
             .challenge
         var members: [(String, String)] = [
             ("client_id", world.integration.clientID), ("key_id", Data(device.keyID).base64EncodedString()),
             ("attestation", "oQ=="), ("challenge", challenge),
         ]
         members = members.compactMap { name, original in name == field ? value.map { (name, $0) } : (name, original) }
-        let response = world.server.api.respond(
+        let response = world.app.router.respond(
             to: Self.request("POST", "/v1/attest", json: JSONText.object(members.map { ($0.0, $0.1 as any Sendable) })))
         #expect(response.status == 400)
         #expect(Self.body(response)["code"] as? String == "malformed_request")
@@ -89,8 +89,8 @@ struct ResponderTests {
 
     @Test("refuses a body that is not JSON, has a duplicate key, or has the wrong media type")
     func bodyShape() throws {
-        let world = try HTTPWorld()
-        let api = world.server.api
+        let world = try HTTPWorld(listening: false)
+        let api = world.app.router
         let cases: [(HTTPRequest, Int, String)] = [
             (Self.request("POST", "/v1/challenge", json: "{not json"), 400, "json"),
             (Self.request("POST", "/v1/challenge", json: #"{"client_id":"a","client_id":"b"}"#), 400, "json_duplicate_key"),
@@ -112,18 +112,18 @@ struct ResponderTests {
         let client = try world.client()
         let valid = try world.attestBody(client, device: device)
         let broken = valid.replacingOccurrences(of: #""key_id":""#, with: #""key_id":"@"#)
-        let refused = world.server.api.respond(to: Self.request("POST", "/v1/attest", json: broken))
+        let refused = world.app.router.respond(to: Self.request("POST", "/v1/attest", json: broken))
         #expect(Self.body(refused)["reason"] as? String == "key_id")
-        let replayed = world.server.api.respond(to: Self.request("POST", "/v1/attest", json: valid))
+        let replayed = world.app.router.respond(to: Self.request("POST", "/v1/attest", json: valid))
         #expect(replayed.status == 401)
         #expect(Self.body(replayed)["reason"] as? String == "challenge_used")
     }
 
     @Test("an over-long client ID is cut to 64 bytes in the log line")
     func longClientIDLog() throws {
-        let world = try HTTPWorld()
+        let world = try HTTPWorld(listening: false)
         let huge = String(repeating: "x", count: 60_000)
-        let response = world.server.api.respond(to: Self.request("POST", "/v1/challenge", json: #"{"client_id":"\#(huge)"}"#))
+        let response = world.app.router.respond(to: Self.request("POST", "/v1/challenge", json: #"{"client_id":"\#(huge)"}"#))
         #expect(response.status == 400)
         let line = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"challenge""#) })
         #expect(line.utf8.count < 1_000)
@@ -137,8 +137,8 @@ struct ResponderTests {
             ("Bearer ", "invalid_token"), ("Bearer", "invalid_token"), ("Basic dXNlcjpwYXNz", "missing_token"),
         ])
     func bearerShapes(_ header: String, _ reason: String) throws {
-        let world = try HTTPWorld()
-        let response = world.server.api.respond(
+        let world = try HTTPWorld(listening: false)
+        let response = world.app.router.respond(
             to: Self.request("GET", "/v1/authorize", headers: [HTTPHeader(name: "Authorization", value: header)]))
         #expect(response.status == 401)
         #expect(Self.body(response)["reason"] as? String == reason)
@@ -152,7 +152,7 @@ struct ResponderTests {
             let request = Self.request(
                 "POST", "/v1/challenge", json: #"{"client_id":"\#(world.integration.clientID)"}"#,
                 headers: [HTTPHeader(name: "X-Forwarded-For", value: forwarded)])
-            return world.server.api.respond(to: request).status
+            return world.app.router.respond(to: request).status
         }
         let trusting = try HTTPWorld {
             $0.perAddress = RateLimit(perSecond: 0.001, burst: 1)
@@ -190,7 +190,7 @@ struct ResponderTests {
                     ("client_id", world.integration.clientID), ("key_id", Base64Text.encode(device.keyID)),
                     ("assertion", Base64Text.encode(object)), ("challenge", challenge),
                 ])
-                let response = world.server.api.respond(to: Self.request("POST", "/v1/token", json: body))
+                let response = world.app.router.respond(to: Self.request("POST", "/v1/token", json: body))
                 answers.append("\(response.status) " + String(decoding: response.body, as: UTF8.self))
             }
             #expect(answers[0] == answers[1], "\(Hex.encode(object))")
@@ -208,7 +208,7 @@ struct ResponderTests {
         func revoke(_ form: String, secret: String?) -> HTTPResponse {
             var headers = [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded")]
             if let secret { headers.append(HTTPHeader(name: "Authorization", value: "Bearer \(secret)")) }
-            return world.server.api.respond(to: HTTPRequest(method: "POST", path: "/v1/revoke", headers: headers, body: Array(form.utf8)))
+            return world.app.router.respond(to: HTTPRequest(method: "POST", path: "/v1/revoke", headers: headers, body: Array(form.utf8)))
         }
         #expect(revoke("token=\(token)", secret: nil).status == 401)
         #expect(revoke("token=\(token)", secret: "not-the-gateway-secret-at-all").status == 401)
@@ -228,7 +228,7 @@ struct ResponderTests {
         let token = try world.attest(client, device: try SyntheticDevice())
         #expect(try world.admin.setSuspended(clientID: world.integration.clientID, true) == true)
         #expect(try world.authorize(client, token: token).status == 401)
-        let challenge = world.server.api.respond(
+        let challenge = world.app.router.respond(
             to: Self.request("POST", "/v1/challenge", json: #"{"client_id":"\#(world.integration.clientID)"}"#))
         #expect(challenge.status == 403)
         #expect(Self.body(challenge)["code"] as? String == "integration_suspended")
@@ -238,15 +238,15 @@ struct ResponderTests {
 
     @Test("takes a sane X-Request-Id from the proxy (nginx's $request_id) and makes its own otherwise")
     func forwardedRequestID() throws {
-        let world = try HTTPWorld()
+        let world = try HTTPWorld(listening: false)
         let nginxID = "0123456789abcdef0123456789abcdef"
-        let taken = world.server.api.respond(
+        let taken = world.app.router.respond(
             to: Self.request("GET", "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)]))
         #expect(taken.headers.first { $0.name == "X-Request-Id" }?.value == nginxID)
-        let refused = world.server.api.respond(
+        let refused = world.app.router.respond(
             to: Self.request("GET", "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: "bad id\nwith newline")]))
         #expect(refused.headers.first { $0.name == "X-Request-Id" }?.value != "bad id\nwith newline")
-        _ = world.server.api.respond(
+        _ = world.app.router.respond(
             to: Self.request("GET", "/v1/authorize", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)]))
         #expect(world.sink.all.contains(#""request.id":"\#(nginxID)""#))
     }
@@ -269,7 +269,7 @@ struct ResponderTests {
         let world = try HTTPWorld()
         world.server.refreshStatistics()
         func gauge(_ name: String) -> String? {
-            let text = String(decoding: world.server.api.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
+            let text = String(decoding: world.app.router.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
             return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
         }
         #expect(gauge("attestd_active_integrations") == "1")

@@ -1,6 +1,7 @@
 import AttestHTTP
 import AttestHTTPServer
 import AttestObservability
+import AttestServer
 import AttestService
 import Foundation
 import Testing

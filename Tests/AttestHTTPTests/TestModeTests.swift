@@ -1,5 +1,6 @@
 import AttestCrypto
 import AttestHTTP
+import AttestServer
 import AttestService
 import AttestTesting
 import Foundation
@@ -60,6 +61,6 @@ struct TestModeTests {
         )
         #expect(refreshed.status == 200, "\(refreshed.text)")
         let keyID = try #require(attestation.keyID)
-        #expect(try world.server.store.device(keyID: keyID)?.counter == 1)
+        #expect(try world.app.store.device(keyID: keyID)?.counter == 1)
     }
 }

@@ -1,6 +1,7 @@
 import AttestAppleClient
 import AttestCore
-package import AttestHTTPServer
+package import AttestHTTP
+import AttestHTTPServer
 package import AttestObservability
 package import AttestReceipts
 package import AttestService
@@ -8,25 +9,30 @@ package import AttestStorage
 import Foundation
 import Synchronization
 
-/// A running attestd: store, verifier, service and HTTP server wired from a configuration.
-package final class Server: Sendable {
-    package let http: HTTPServer
+/// attestd without its listener: store, verifier, service, receipt refresher and the router,
+/// wired from a configuration. The composition root: no library below it reaches for another's
+/// parts. Tests call `router` without a socket; `Server` adds the listener.
+package final class Application: Sendable {
     package let store: any TokenStore
     package let service: TokenService
+    package let router: Router
+    package let metrics: Metrics
+    /// The gateway credentials, re-read on SIGHUP (nil without `--gateway-secret-file`).
+    package let gatewaySecrets: GatewaySecrets?
     /// The gauges' values, refreshed with every purge (at start and then every purge interval).
     private let statistics: StatisticsCache
-    package let api: AttestAPI
-    /// The receipt refresher, running when `--secrets-key-file` is given and the interval is not 0.
+    /// The receipt refresher, made when `--secrets-key-file` is given and the interval is not 0;
+    /// `Server` starts it once it listens.
     package let receiptRefresher: ReceiptRefresher?
     let logger: Logger
 
-    /// Why the server refused to start (exit 1 with the message).
+    /// Why attestd refused to start (exit 1 with the message).
     package struct StartupError: Error, CustomStringConvertible {
         package let description: String
     }
 
-    /// Opens everything and starts listening. Refuses to start on a corrupt or newer database, an
-    /// unreadable secret or anchor, or an address that cannot be bound.
+    /// Opens everything but the listener. Refuses to start on a corrupt or newer database, or an
+    /// unreadable secret or anchor.
     package init(
         configuration: ServerConfiguration, version: String, logger: Logger, clock systemClock: any WallClock = SystemWallClock()
     ) throws(StartupError) {
@@ -101,14 +107,15 @@ package final class Server: Sendable {
         } catch {
             throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
         }
-        let metrics = Metrics(version: version)
+        metrics = Metrics(version: version)
         let cache = StatisticsCache()
         statistics = cache
+        gatewaySecrets = secrets
         let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics)
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
-        api = AttestAPI(
+        router = AttestAPI.router(
             service: service,
             settings: AttestAPI.Settings(
                 gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
@@ -128,37 +135,6 @@ package final class Server: Sendable {
                 ]
             },
             moreMetrics: { refresher?.metricsText.text ?? "" })
-        var httpConfiguration = HTTPServer.Configuration(
-            host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
-            requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
-        httpConfiguration.threads = configuration.workerThreads
-        let refusals = RefusalLog(logger: logger)
-        httpConfiguration.onRefusal = { address in
-            metrics.recordRefusedConnection()
-            refusals.record(address)
-        }
-        do {
-            http = try HTTPServer(configuration: httpConfiguration, responder: api)
-        } catch {
-            throw StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
-        }
-        if http.connectionLimit < httpConfiguration.connectionLimit {
-            logger.log(
-                .warning, "the open-files limit allows fewer connections than configured: raise LimitNOFILE",
-                [
-                    "connections.configured": .int(Int(httpConfiguration.connectionLimit)),
-                    "connections.allowed": .int(Int(http.connectionLimit)),
-                ])
-        }
-        // Started only once the server listens, and after it (so a refused start leaves no thread behind).
-        receiptRefresher?.start()
-        logger.log(
-            .info, "listening",
-            [
-                "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
-                "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
-                "version": .string(version),
-            ])
     }
 
     /// The refresher the configuration asks for (nil without a secrets key file or with interval 0).
@@ -206,22 +182,20 @@ package final class Server: Sendable {
         }
     }
 
-    /// Stops accepting, lets in-flight requests finish, and closes the listener.
-    package func stop() {
-        http.stop()
+    /// Stops the refresher and closes the store (after the listener stopped).
+    package func close() {
         receiptRefresher?.stop()
         do {
             try service.closeStorage()
         } catch {
             logger.log(.error, "closing the database failed", ["error": .string(error.reason)])
         }
-        logger.log(.info, "stopped")
     }
 
     /// Re-reads the gateway secrets file (SIGHUP); on an error the secrets in force stay and the
     /// error is logged. Never logs a secret.
     package func reloadGatewaySecrets() {
-        guard let secrets = api.settings.gatewaySecrets else {
+        guard let secrets = gatewaySecrets else {
             logger.log(.warning, "SIGHUP: no --gateway-secret-file to re-read")
             return
         }
@@ -248,39 +222,6 @@ package final class Server: Sendable {
     package func refreshStatistics() {
         guard let fresh = try? service.statistics() else { return }
         statistics.current = fresh
-    }
-}
-
-/// Logs connections refused by the per-address cap: at most one line every 10 seconds, with how
-/// many were refused since the last line and the last address (so a flood cannot flood the log).
-final class RefusalLog: Sendable {
-    private struct State {
-        var lastLine: ContinuousClock.Instant?
-        var since = 0
-    }
-
-    private let logger: Logger
-    private let state = Mutex(State())
-
-    init(logger: Logger) {
-        self.logger = logger
-    }
-
-    func record(_ address: String) {
-        let now = ContinuousClock.now
-        let count: Int? = state.withLock { state in
-            state.since += 1
-            if let last = state.lastLine, now - last < .seconds(10) { return nil }
-            defer {
-                state.lastLine = now
-                state.since = 0
-            }
-            return state.since
-        }
-        guard let count else { return }
-        logger.log(
-            .warning, "connections refused: the address holds its whole per-address share (--connections-per-address)",
-            ["remote": .string(address), "refused": .int(count)])
     }
 }
 

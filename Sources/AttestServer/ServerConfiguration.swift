@@ -1,3 +1,4 @@
+import AttestHTTP
 import AttestHTTPServer
 package import AttestObservability
 package import AttestOptions

@@ -1,0 +1,70 @@
+import AttestCore
+import AttestHTTPServer
+import AttestService
+
+/// What devices call: `/v1/challenge`, `/v1/attest`, `/v1/token` (docs/API.md). Decoding only;
+/// every decision, the challenge rules included, is the service's.
+struct DeviceRoutes: Sendable {
+    let service: TokenService
+    /// Test mode accepts seeded challenges of any length (recorded devices).
+    let acceptsSeededChallenges: Bool
+
+    func register(in group: RouteGroup) {
+        group.on("POST", "/v1/challenge", name: "challenge", challenge)
+        group.on("POST", "/v1/attest", name: "attest", attest)
+        group.on("POST", "/v1/token", name: "token", token)
+    }
+
+    private func challenge(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID])
+        context.log.clientID = fields[.clientID]
+        let clientID = try Problem.calling { () throws(ServiceError) in try RequestDecoding.clientID(fields[.clientID] ?? "") }
+        let client = context.client
+        let issued = try Problem.calling { () throws(ServiceError) in try service.issueChallenge(clientID: clientID, from: client) }
+        return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
+    }
+
+    private func attest(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .keyID, .attestation, .challenge])
+        context.log.clientID = fields[.clientID]
+        let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
+            AttestRequest(
+                clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
+                attestation: try RequestDecoding.object(fields[.attestation] ?? "", .attestation, limit: AttestationObject.maximumSize),
+                challenge: challenge)
+        }
+        let client = context.client
+        return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.attest(presented, from: client) })
+    }
+
+    private func token(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .keyID, .assertion, .challenge])
+        context.log.clientID = fields[.clientID]
+        let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
+            RefreshRequest(
+                clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
+                assertion: try RequestDecoding.object(fields[.assertion] ?? "", .assertion, limit: AssertionObject.maximumSize),
+                challenge: challenge)
+        }
+        let client = context.client
+        return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.refresh(presented, from: client) })
+    }
+
+    /// The request's challenge (a malformed one is refused at once: there is nothing to spend),
+    /// with the decoding of the other fields left to the service.
+    private func presentedChallenge<Request: Sendable>(
+        _ fields: [ServiceError.RequestField: String], _ decode: @escaping @Sendable (Challenge) throws(ServiceError) -> Request
+    ) throws(Problem) -> Presented<Request> {
+        let challenge = try Problem.calling { () throws(ServiceError) in
+            try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: acceptsSeededChallenges)
+        }
+        return Presented(challenge: challenge) { () throws(ServiceError) in try decode(challenge) }
+    }
+
+    private static func tokenResponse(_ token: IssuedToken) -> HTTPResponse {
+        JSONBody.response([
+            ("access_token", token.accessToken), ("token_type", "Bearer"), ("expires_in", token.expiresIn), ("scope", token.scope),
+            ("workspace_id", token.workspaceID),
+        ])
+    }
+}

@@ -1,0 +1,137 @@
+import AttestHTTPServer
+import AttestService
+
+/// What the API gateway calls: forward-auth (`GET /v1/authorize`, nginx `auth_request`, Envoy
+/// `ext_authz`), RFC 7662 introspection and RFC 7009 revocation. The last two need the gateway
+/// credential (`GatewayCredential`). Both checks answer after one token lookup, which on
+/// PostgreSQL waits without holding an HTTP worker.
+struct GatewayRoutes: Sendable {
+    let service: TokenService
+    let secrets: GatewaySecrets?
+
+    func register(in group: RouteGroup) {
+        group.add("GET", "/v1/authorize", name: "authorize", .later(authorize))
+        group.group("", middleware: [GatewayCredential(secrets: secrets, realm: "attestd-introspect")])
+            .add("POST", "/v1/introspect", name: "introspect", .later(introspect))
+        group.group("", middleware: [GatewayCredential(secrets: secrets, realm: "attestd-revoke")])
+            .on("POST", "/v1/revoke", name: "revoke", revoke)
+    }
+
+    /// Forward-auth: 200 with the workspace, or 401.
+    private func authorize(_ context: RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+        let token = try Self.bearerToken(context.request)
+        service.introspect(token) { outcome in
+            reply { context throws(Problem) in
+                guard let active = try Problem.calling({ () throws(ServiceError) in try outcome.get() }) else { throw Self.invalidToken }
+                context.log.clientID = active.clientID
+                return HTTPResponse(
+                    status: 200,
+                    headers: [
+                        HTTPHeader(name: "X-Workspace-Id", value: active.workspaceID),
+                        HTTPHeader(name: "X-Client-Id", value: active.clientID),
+                        HTTPHeader(name: "X-Token-Scope", value: active.scope), HTTPHeader(name: "Cache-Control", value: "no-store"),
+                    ])
+            }
+        }
+    }
+
+    /// RFC 7662 introspection of the form's `token`.
+    private func introspect(_ context: RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+        let token = try Self.formToken(context.request)
+        service.introspect(token) { outcome in
+            reply { context throws(Problem) in
+                guard let active = try Problem.calling({ () throws(ServiceError) in try outcome.get() }) else {
+                    context.log.outcome = "inactive"
+                    return JSONBody.response([("active", false)])
+                }
+                context.log.clientID = active.clientID
+                return JSONBody.response([
+                    ("active", true), ("scope", active.scope), ("client_id", active.clientID), ("workspace_id", active.workspaceID),
+                    ("iat", active.issuedAt), ("exp", active.expiresAt), ("token_type", "Bearer"),
+                ])
+            }
+        }
+    }
+
+    /// RFC 7009 revocation: 200 whatever the token was (unknown, expired, garbage), so the answer
+    /// says nothing about it.
+    private func revoke(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let token = try Self.formToken(context.request)
+        try Problem.calling { () throws(ServiceError) in try service.revokeToken(token) }
+        return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
+    }
+
+    /// The `token` of a form body.
+    private static func formToken(_ request: HTTPRequest) throws(Problem) -> String {
+        try RequestDecoding.requireContentType(request, .form)
+        guard let token = FormBody.parse(request.body)?["token"] else {
+            throw Problem.malformed(.missing(.token), "the form must carry token=...")
+        }
+        return token
+    }
+
+    /// The bearer token presented to forward-auth.
+    private static func bearerToken(_ request: HTTPRequest) throws(Problem) -> String {
+        switch BearerCredential(request) {
+        case .none:
+            // RFC 6750 section 3.1: no credential at all gets the challenge without an error code.
+            throw Problem(
+                .invalidToken, .missingToken, "send Authorization: Bearer <access token>",
+                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer")])
+        case .malformed:
+            throw invalidToken
+        case .credential(let credential):
+            return credential
+        }
+    }
+
+    static let invalidToken = Problem(
+        .invalidToken, .invalidToken, "the access token is not valid",
+        headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer error=\"invalid_token\"")])
+}
+
+/// Refuses a request without the gateway credential (`Authorization: Bearer <secret>`) with 401
+/// and the route's realm.
+struct GatewayCredential: RouterMiddleware {
+    let secrets: GatewaySecrets?
+    let realm: String
+
+    func prepare(_ context: inout RequestContext) throws(Problem) {
+        guard let secrets, case .credential(let presented) = BearerCredential(context.request), secrets.accepts(presented) else {
+            throw Problem(
+                .unauthorized, .gatewaySecret, "this endpoint needs the gateway credential",
+                headers: [HTTPHeader(name: "WWW-Authenticate", value: "Bearer realm=\"\(realm)\"")])
+        }
+    }
+}
+
+/// What the `Authorization` header carries, in RFC 6750's terms.
+enum BearerCredential: Equatable {
+    /// No Bearer credential at all (no header, or another scheme).
+    case none
+    /// A Bearer credential that cannot be a token: too long, with spaces, empty, or two headers.
+    case malformed
+    case credential(String)
+
+    /// The credential of exactly one `Authorization: Bearer <credential>` header (scheme
+    /// case-insensitive, one space, at most 512 bytes, no further spaces).
+    init(_ request: HTTPRequest) {
+        let values = request.headerValues("Authorization")
+        guard let value = values.first else {
+            self = .none
+            return
+        }
+        let bytes = value.utf8
+        let isBearer = bytes.count >= 6 && zip(bytes.prefix(6), "bearer".utf8).allSatisfy { $0 | 0x20 == $1 }
+        guard isBearer else {
+            self = values.count == 1 ? .none : .malformed
+            return
+        }
+        guard values.count == 1, bytes.count > 7, bytes.count <= 512, Array(bytes)[6] == 0x20 else {
+            self = .malformed
+            return
+        }
+        let credential = bytes.dropFirst(7)
+        self = credential.contains(0x20) ? .malformed : .credential(String(decoding: Array(credential), as: UTF8.self))
+    }
+}

@@ -1,0 +1,149 @@
+package import AttestHTTPServer
+import Dispatch
+import Synchronization
+
+/// How a route answers.
+enum RouteAnswer: Sendable {
+    /// Builds a response from the request's context (on the connection's worker).
+    typealias Build = @Sendable (inout RequestContext) throws(Problem) -> HTTPResponse
+    /// Hands the builder of the response back, once, from any thread.
+    typealias Reply = @Sendable (@escaping Build) -> Void
+
+    /// At once, on the worker.
+    case now(Build)
+    /// After work that must not hold a worker (a PostgreSQL round trip): the closure checks the
+    /// request and starts the work, which calls `reply` exactly once with the builder of the
+    /// response. The worker serves other connections meanwhile; the builder runs on it again.
+    case later(@Sendable (RequestContext, _ reply: @escaping Reply) throws(Problem) -> Void)
+}
+
+/// One endpoint: method, path pattern, name in metrics and logs, its own middleware, its answer.
+struct Route: Sendable {
+    let method: String
+    let pattern: PathPattern
+    let name: String
+    /// Successful requests are not logged one line each (probes and scrapes).
+    let isQuiet: Bool
+    /// Run after the router-wide middleware, for this route only (authentication).
+    let middleware: [any RouterMiddleware]
+    let answer: RouteAnswer
+}
+
+/// The HTTP API as a responder: router-wide middleware around every request, then the route the
+/// path and method select (404 when no pattern matches, 405 with `Allow` when the method does not),
+/// its middleware and its answer. HEAD is served wherever GET is.
+///
+/// Built once at start (`RouterBuilder`); tests call `respond(to:)` without a socket.
+package struct Router: HTTPResponder {
+    private let routes: [Route]
+    private let middleware: [any RouterMiddleware]
+
+    init(routes: [Route], middleware: [any RouterMiddleware]) {
+        self.routes = routes
+        self.middleware = middleware
+    }
+
+    /// Answers one request, waiting for a route that answers later (tests, and callers without
+    /// a server).
+    package func respond(to request: HTTPRequest) -> HTTPResponse {
+        let waiting = WaitingAnswer()
+        answer(request) { finish in waiting.complete(finish) }
+        return waiting.wait()
+    }
+
+    /// Answers one request through `answer`; a route that answers later parks the connection.
+    package func respond(to request: HTTPRequest, answer deferred: DeferredResponse) {
+        answer(request) { finish in deferred.complete(finish) }
+    }
+
+    /// Runs the request through middleware and route; `complete` gets the response's builder once.
+    private func answer(_ request: HTTPRequest, complete: @escaping @Sendable (@escaping DeferredResponse.Finish) -> Void) {
+        var context = RequestContext(request: request)
+        var applied = middleware
+        do throws(Problem) {
+            for item in middleware { try item.prepare(&context) }
+            let route = try select(&context)
+            applied += route.middleware
+            for item in route.middleware { try item.prepare(&context) }
+            switch route.answer {
+            case .now(let build):
+                let response = try build(&context)
+                let finished = finish(response, context, applied)
+                complete { finished }
+            case .later(let start):
+                let begun = context
+                let chain = applied
+                try start(begun) { build in
+                    complete {
+                        var context = begun
+                        let response: HTTPResponse
+                        do throws(Problem) {
+                            response = try build(&context)
+                        } catch {
+                            response = Self.refuse(error, &context)
+                        }
+                        return finish(response, context, chain)
+                    }
+                }
+            }
+        } catch {
+            let response = Self.refuse(error, &context)
+            let finished = finish(response, context, applied)
+            complete { finished }
+        }
+    }
+
+    /// The route for the request's path and method, with its parameters in `context`.
+    private func select(_ context: inout RequestContext) throws(Problem) -> Route {
+        let request = context.request
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = route.pattern.match(request.path) else { continue }
+            guard request.method == route.method || (route.method == "GET" && request.method == "HEAD") else {
+                if !allowed.contains(route.method) { allowed.append(route.method) }
+                continue
+            }
+            context.routeName = route.name
+            context.isQuiet = route.isQuiet
+            context.parameters = parameters
+            return route
+        }
+        guard allowed.isEmpty else {
+            throw Problem(
+                .methodNotAllowed, .methodNotAllowed, "\(request.path) takes \(allowed.joined(separator: ", "))",
+                headers: [HTTPHeader(name: "Allow", value: allowed.joined(separator: ", "))])
+        }
+        throw Problem(.notFound, .notFound, "no such endpoint")
+    }
+
+    /// The one place a refusal becomes a response: the problem is kept in the context for the
+    /// middleware (the log line's outcome, the storage-error count).
+    private static func refuse(_ problem: Problem, _ context: inout RequestContext) -> HTTPResponse {
+        context.problem = problem
+        context.log.outcome = problem.subcode.identifier
+        return problem.response
+    }
+
+    /// The response as sent: every middleware's `complete`, the route's first, in reverse order.
+    private func finish(_ answered: HTTPResponse, _ context: RequestContext, _ chain: [any RouterMiddleware]) -> HTTPResponse {
+        var response = answered
+        for item in chain.reversed() { item.complete(&response, context) }
+        return response
+    }
+}
+
+/// A response builder awaited on the calling thread (`Router.respond(to:)`).
+private final class WaitingAnswer: Sendable {
+    private let finish = Mutex<DeferredResponse.Finish?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    func complete(_ build: @escaping DeferredResponse.Finish) {
+        finish.withLock { $0 = build }
+        done.signal()
+    }
+
+    func wait() -> HTTPResponse {
+        done.wait()
+        return finish.withLock { $0 }?() ?? HTTPResponse(status: 500)
+    }
+}
