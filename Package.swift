@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(
             name: "AttestClientTests",
             dependencies: [
-                "AttestClient", "AttestClientSimulator", "AttestHTTP", "AttestObservability", "AttestService", "AttestStorage",
+                "AttestClient", "AttestClientSimulator", "AttestObservability", "AttestServer", "AttestService", "AttestStorage",
                 "AttestTesting",
             ], swiftSettings: strict),
         .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability"], swiftSettings: strict),

@@ -1,7 +1,7 @@
 import AttestClient
 import AttestClientSimulator
-import AttestHTTP
 import AttestObservability
+import AttestServer
 import AttestService
 import AttestStorage
 import AttestTesting
