@@ -45,7 +45,8 @@ let package = Package(
 
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
+        .target(
+            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
         .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.

@@ -71,25 +71,21 @@ enum IncidentCommands {
     }
 
     static func runAuditList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let start =
-            try options.value(since).map { text throws(UsageError) -> Int64 in
-                guard let value = Int64(text), value >= 0 else { throw UsageError(message: "--since takes Unix seconds") }
-                return value
-            } ?? 0
+        let start = try options.integer(since, in: 0...Int64.max, unit: " (Unix seconds)") ?? 0
         guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
         do {
             let entries = try IntegrationCommands.admin(store, io, options).auditLog(since: start)
             if options.flag(IntegrationCommands.json) {
                 let values = entries.map { entry in
                     JSONValue.object([
-                        ("action", entry.action), ("actor", entry.actor), ("at", entry.at), ("detail", entry.detail),
+                        ("action", entry.action.rawValue), ("actor", entry.actor), ("at", entry.at), ("detail", entry.detail),
                         ("target", entry.target),
                     ])
                 }
                 io.standardOutput(JSONText.render(.array(values), pretty: true) + "\n")
             } else {
                 for entry in entries {
-                    io.standardOutput("\(entry.at)  \(entry.actor)  \(entry.action)  \(entry.target)  \(entry.detail)\n")
+                    io.standardOutput("\(entry.at)  \(entry.actor)  \(entry.action.rawValue)  \(entry.target)  \(entry.detail)\n")
                 }
             }
             return ExitCode.success

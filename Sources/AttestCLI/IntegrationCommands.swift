@@ -111,11 +111,11 @@ enum IntegrationCommands {
         case "development": environments = [.development]
         case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
         }
-        let limit = try PolicyOptions.number(options.value(maxLiveTokens), "max-live-tokens-per-device", in: 1...1000)
+        let limit = try options.integer(maxLiveTokens, in: 1...1000)
         let policy = IntegrationPolicy(
             requireValidReceipt: options.flag(requireValidReceipt),
-            maxRiskMetric: try PolicyOptions.number(options.value(maxRiskMetric), "max-risk-metric", in: 0...1_000_000),
-            maxNewKeysPerHour: try PolicyOptions.number(options.value(maxNewKeys), "max-new-keys-per-hour", in: 1...1_000_000))
+            maxRiskMetric: try options.integer(maxRiskMetric, in: 0...1_000_000),
+            maxNewKeysPerHour: try options.integer(maxNewKeys, in: 1...1_000_000))
         guard let store = openStore(options, io) else { return ExitCode.failure }
         let admin = admin(store, io, options)
         do {
@@ -231,7 +231,7 @@ enum IntegrationCommands {
                     name:         \(record.name)
                     team_id:      \(record.teamID)
                     bundle_ids:   \(record.bundleIDs.joined(separator: ", "))
-                    environments: \(record.environments.joined(separator: ", "))
+                    environments: \(record.environments.map(\.rawValue).joined(separator: ", "))
                     created_at:   \(record.createdAt)
 
                     """)
@@ -249,7 +249,7 @@ enum IntegrationJSON {
     static func value(_ record: IntegrationRecord) -> JSONValue {
         .object([
             ("bundle_ids", record.bundleIDs), ("client_id", record.clientID), ("created_at", record.createdAt),
-            ("environments", record.environments), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
+            ("environments", record.environments.map(\.rawValue)), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
             ("max_new_keys_per_hour", record.policy.maxNewKeysPerHour), ("max_risk_metric", record.policy.maxRiskMetric),
             ("name", record.name),
             ("require_valid_receipt", record.policy.requireValidReceipt),

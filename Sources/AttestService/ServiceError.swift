@@ -40,6 +40,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case challenge
         case token
         case now
+        /// The DeviceCheck key of `integration set-fraud-key`.
+        case fraudKey = "fraud_key"
     }
 
     /// The integration settings `attestctl integration create` validates.

@@ -23,6 +23,10 @@ package struct ServicePolicy: Sendable {
     package init() {}
 }
 
+/// The store roles the token service uses: challenges, devices, lookups and upkeep (not
+/// administration nor receipts).
+package typealias ServiceStore = ChallengeStore & DeviceStore & TokenLookupStore & StoreMaintenance
+
 /// The device-facing and gateway-facing use cases: challenges, attestation, refresh by
 /// assertion, introspection, and the housekeeping the server runs (purge, counts, readiness).
 /// Input arrives decoded and typed; time and randomness are injected; every state change is one
@@ -33,7 +37,7 @@ package final class TokenService: Sendable {
     /// `atk_` + base64url of 32 bytes.
     package static let tokenLength = 4 + 43
 
-    let store: any TokenStore
+    let store: any ServiceStore
     let verifier: AttestationVerifier
     let clock: any WallClock
     let random: any RandomSource
@@ -52,7 +56,7 @@ package final class TokenService: Sendable {
 
     /// A service over `store`, verifying attestations with `verifier`.
     package init(
-        store: any TokenStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
+        store: any ServiceStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy(), receipts: ReceiptVerifier? = nil,
         observer: (any ServiceObserver)? = nil
     ) {
@@ -161,7 +165,7 @@ package final class TokenService: Sendable {
                 AttestationInput(
                     object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
                     appIDs: appIDs,
-                    allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
+                    allowedEnvironments: Set(integration.environments), time: now))
         } catch {
             throw ServiceError.rejected(error, attestation: true)
         }
@@ -204,12 +208,13 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             let receipt = try receipts.verifyAttestationReceipt(of: verified, at: now)
             state = ReceiptState(
-                verdict: "valid", type: receipt.type.rawValue, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
+                verdict: .valid, type: receipt.type, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
                 riskMetric: receipt.riskMetric, refreshedAt: nil)
         } catch {
             state = ReceiptState(
-                verdict: error.code.identifier, type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil, refreshedAt: nil)
-            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: nil)
+                verdict: .refused(check: error.code.identifier), type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil,
+                refreshedAt: nil)
+            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: nil)
             // Why not refuse by default: some genuine early receipts are refused by strict CMS
             // verification; an integration that requires valid receipts opts in.
             if integration.policy.requireValidReceipt {
@@ -217,7 +222,7 @@ package final class TokenService: Sendable {
             }
             return state
         }
-        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: state.riskMetric)
+        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: state.riskMetric)
         return state
     }
 
@@ -228,7 +233,7 @@ package final class TokenService: Sendable {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
-            environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
+            environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
             trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt)
         let outcome = try stored { () throws(StorageError) in
             try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
@@ -360,7 +365,12 @@ package final class TokenService: Sendable {
     /// learns nothing either way).
     package func revokeToken(_ token: String) throws(ServiceError) {
         guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
-        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: Digest.sha256(Array(token.utf8))) }
+        let hash = Digest.sha256(Array(token.utf8))
+        // Audited like attestctl's `token revoke`, in the same transaction; only when a token went.
+        let audit = AuditNote<Bool>(at: clock.now(), actor: "gateway (POST /v1/revoke)", action: .tokenRevoke, target: Hex.encode(hash)) {
+            $0 ? "revoked" : nil
+        }
+        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
     }
 
     // MARK: Housekeeping
