@@ -77,22 +77,20 @@ package struct Presented<Request: Sendable>: Sendable {
     }
 }
 
-extension Presented where Request == AttestRequest {
-    /// An attest request already decoded.
-    package init(_ request: AttestRequest) {
-        self.init(challenge: request.challenge) { request }
-    }
+/// A decoded device request, which carries its challenge.
+package protocol ChallengedRequest: Sendable {
+    var challenge: Challenge { get }
 }
 
-extension Presented where Request == RefreshRequest {
-    /// A refresh request already decoded.
-    package init(_ request: RefreshRequest) {
+extension Presented where Request: ChallengedRequest {
+    /// A request already decoded.
+    package init(_ request: Request) {
         self.init(challenge: request.challenge) { request }
     }
 }
 
 /// `POST /v1/attest`, decoded.
-package struct AttestRequest: Sendable {
+package struct AttestRequest: ChallengedRequest {
     package var clientID: ClientID
     package var keyID: KeyID
     /// The CBOR attestation object.
@@ -106,7 +104,7 @@ package struct AttestRequest: Sendable {
 }
 
 /// `POST /v1/token`, decoded.
-package struct RefreshRequest: Sendable {
+package struct RefreshRequest: ChallengedRequest {
     package var clientID: ClientID
     package var keyID: KeyID
     /// The CBOR assertion object.

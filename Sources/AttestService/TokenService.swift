@@ -132,13 +132,10 @@ package final class TokenService: Sendable {
     /// one spends the challenge by the ledger's rule.
     package func attest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try observed(.attestation) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-                let request = try presented.fields()
-                let integration = try activeIntegration(request.clientID)
-                found = integration.clientID
-                return try attest(request, integration: integration, from: address, now: now)
-            }
+        return try presenting(presented, .attestation, now: now) { request, found throws(ServiceError) -> IssuedToken in
+            let integration = try activeIntegration(request.clientID)
+            found = integration.clientID
+            return try attest(request, integration: integration, from: address, now: now)
         }
     }
 
@@ -172,6 +169,19 @@ package final class TokenService: Sendable {
         let receipt = try receiptState(of: verified, integration: integration, now: now)
         return try register(
             verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+    }
+
+    /// Runs a device request's use case on its fields, decoded inside the challenge ledger's
+    /// `spendingOnFailure` (so a malformed field spends the challenge), its outcome reported.
+    private func presenting<Request>(
+        _ presented: Presented<Request>, _ kind: VerificationKind, now: Int64,
+        _ body: (Request, inout String?) throws(ServiceError) -> IssuedToken
+    ) throws(ServiceError) -> IssuedToken {
+        try observed(kind) { (found: inout String?) throws(ServiceError) -> IssuedToken in
+            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
+                try body(try presented.fields(), &found)
+            }
+        }
     }
 
     /// Runs a verification, reporting its outcome to the observer: overall, and per integration
@@ -259,19 +269,16 @@ package final class TokenService: Sendable {
     /// malformed one spends the challenge by the ledger's rule.
     package func refresh(_ presented: Presented<RefreshRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try observed(.assertion) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-                let request = try presented.fields()
-                // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
-                let inputs = try stored { () throws(StorageError) in
-                    try store.refreshInputs(
-                        clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
-                }
-                let integration = try Self.active(inputs.integration)
-                found = integration.clientID
-                let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
-                return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
+        return try presenting(presented, .assertion, now: now) { request, found throws(ServiceError) -> IssuedToken in
+            // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
+            let inputs = try stored { () throws(StorageError) in
+                try store.refreshInputs(
+                    clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
             }
+            let integration = try Self.active(inputs.integration)
+            found = integration.clientID
+            let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
+            return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
         }
     }
 
@@ -328,71 +335,6 @@ package final class TokenService: Sendable {
         case .integrationSuspended: throw ServiceError.integrationSuspended
         case .deviceBlocked: throw ServiceError.deviceBlocked
         }
-    }
-
-    // MARK: Tokens
-
-    /// The token's facts if it is unexpired and its integration active; nil otherwise (no reason
-    /// is given, so introspection is no oracle).
-    package func introspect(_ token: String) throws(ServiceError) -> ActiveToken? {
-        guard let hash = Self.lookupHash(token) else { return nil }
-        return try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }).map(Self.active)
-    }
-
-    /// `introspect`, answered through `reply` exactly once: at once, or later from another thread
-    /// when the store's lookup is a round trip (the HTTP worker serves other requests meanwhile).
-    package func introspect(_ token: String, then reply: @escaping @Sendable (Result<ActiveToken?, ServiceError>) -> Void) {
-        guard let hash = Self.lookupHash(token) else { return reply(.success(nil)) }
-        store.activeToken(hash: hash, at: clock.now()) { outcome in
-            reply(outcome.map { $0.map(Self.active) }.mapError(ServiceError.storage))
-        }
-    }
-
-    /// The SHA-256 to look up, or nil for input that cannot be a token (length and prefix are
-    /// checked first: no hashing or lookup for it).
-    private static func lookupHash(_ token: String) -> [UInt8]? {
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return nil }
-        return Digest.sha256(Array(token.utf8))
-    }
-
-    private static func active(_ record: TokenRecord) -> ActiveToken {
-        ActiveToken(
-            clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
-            expiresAt: record.expiresAt)
-    }
-
-    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise (the caller
-    /// learns nothing either way).
-    package func revokeToken(_ token: String) throws(ServiceError) {
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
-        let hash = Digest.sha256(Array(token.utf8))
-        // Audited like attestctl's `token revoke`, in the same transaction; only when a token went.
-        let audit = AuditNote<Bool>(at: clock.now(), actor: "gateway (POST /v1/revoke)", action: .tokenRevoke, target: Hex.encode(hash)) {
-            $0 ? "revoked" : nil
-        }
-        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
-    }
-
-    // MARK: Housekeeping
-
-    /// Deletes expired tokens and challenges; returns how many rows went.
-    package func purgeExpired() throws(ServiceError) -> Int {
-        try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
-    }
-
-    /// Counts and size for the metrics gauges.
-    package func statistics() throws(ServiceError) -> StoreStatistics {
-        try stored { () throws(StorageError) in try store.statistics() }
-    }
-
-    /// Closes the storage at a clean stop (after the last request).
-    package func closeStorage() throws(ServiceError) {
-        try stored { () throws(StorageError) in try store.close() }
-    }
-
-    /// Throws `storage_unavailable` when the storage cannot serve requests now (`/readyz`).
-    package func checkStorage() throws(ServiceError) {
-        try stored { () throws(StorageError) in try store.checkAvailable() }
     }
 
     // MARK: Steps
