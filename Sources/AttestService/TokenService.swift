@@ -160,7 +160,7 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             verified = try verifier.verify(
                 AttestationInput(
-                    object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
+                    object: request.object, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
                     appIDs: appIDs,
                     allowedEnvironments: Set(integration.environments), time: now))
         } catch {
@@ -288,7 +288,7 @@ package final class TokenService: Sendable {
         // Why parse before the device is looked at: a malformed assertion gets the same answer
         // whether or not its key is registered, so the answer is no oracle for registered keys.
         do throws(AttestError) {
-            _ = try AssertionVerifier.parse(request.assertion)
+            _ = try AssertionVerifier.parse(request.object)
         } catch {
             throw ServiceError.rejected(error, attestation: false)
         }
@@ -313,7 +313,7 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             verified = try AssertionVerifier.verify(
                 AssertionInput(
-                    object: request.assertion, clientDataHash: Digest.sha256(request.challenge.bytes), publicKey: key,
+                    object: request.object, clientDataHash: Digest.sha256(request.challenge.bytes), publicKey: key,
                     appIDs: appIDs, previousCounter: device.counter))
         } catch  where error.code == .signature {
             throw unknownKey  // byte-identical to the unknown-key answer: no oracle for registered keys

@@ -30,7 +30,7 @@ struct DeviceRoutes: Sendable {
         let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
             AttestRequest(
                 clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
-                attestation: try RequestDecoding.object(fields[.attestation] ?? "", .attestation, limit: AttestationObject.maximumSize),
+                object: try RequestDecoding.object(fields[.attestation] ?? "", .attestation, limit: AttestationObject.maximumSize),
                 challenge: challenge)
         }
         let client = context.client
@@ -43,7 +43,7 @@ struct DeviceRoutes: Sendable {
         let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
             RefreshRequest(
                 clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
-                assertion: try RequestDecoding.object(fields[.assertion] ?? "", .assertion, limit: AssertionObject.maximumSize),
+                object: try RequestDecoding.object(fields[.assertion] ?? "", .assertion, limit: AssertionObject.maximumSize),
                 challenge: challenge)
         }
         let client = context.client
