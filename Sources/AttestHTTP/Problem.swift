@@ -37,7 +37,7 @@ struct Problem: Error, Sendable {
                 switch code {
                 case .malformedRequest, .invalidIntegration: 400
                 case .invalidChallenge, .attestationRejected, .assertionRejected: 401
-                case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded: 403
+                case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded, .receiptRequired: 403
                 case .integrationNotFound: 404
                 case .keyAlreadyRegistered: 409
                 case .rateLimited: 429

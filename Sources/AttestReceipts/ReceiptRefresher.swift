@@ -279,6 +279,14 @@ package final class ReceiptRefresher: Sendable {
             } catch {
                 return failed(.invalidReceipt, status: 200, detail: error.code.identifier, perIntegration: false)
             }
+            // Why: the receipt in attStmt is not covered by the attestation's signature, so the
+            // one a device presented may be another device's. Apple's answer names the credential
+            // certificate it is about (field 3): it must be the one this key attested with, as
+            // recorded at attestation. The environment follows: the certificate is the key's, and
+            // the key's environment is what its attestation proved.
+            guard let expected = device.credentialSHA256, verified.certificateSHA256 == expected else {
+                return failed(.invalidReceipt, status: 200, detail: AttestErrorCode.receiptCertificate.identifier, perIntegration: false)
+            }
             let receiptState = ReceiptState(
                 verdict: .valid, type: verified.type, createdAt: verified.createdAt, expiresAt: verified.expiresAt,
                 riskMetric: verified.riskMetric, refreshedAt: now)

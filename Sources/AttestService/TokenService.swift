@@ -19,6 +19,12 @@ package struct ServicePolicy: Sendable {
     package var perAddress = RateLimit(perSecond: 20, burst: 40)
     /// TEST MODE ONLY: allow `seedChallenge` (recorded-device replay).
     package var allowsSeededChallenges = false
+    /// How long after its attestation a device may refresh without a known fraud-risk metric when
+    /// its integration sets `--max-risk-metric`: Apple's first RECEIPT comes from the refresher
+    /// once the attestation's receipt is a day old, so two days leave room for a pass and a retry.
+    /// After it, a device with no verified metric is refused (`risk_metric_unknown`): the policy
+    /// fails closed.
+    package var riskMetricGraceSeconds: Int64 = 172_800
 
     package init() {}
 }
@@ -244,12 +250,21 @@ package final class TokenService: Sendable {
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
             environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
-            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt)
+            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt,
+            credentialSHA256: Digest.sha256(verified.credentialCertificate))
+        // The cap counted again inside the registering transaction, serialised per integration: the
+        // count before verification only saves the work, two registrations racing past it are
+        // settled here.
+        let cap = integration.policy.maxNewKeysPerHour.map { NewKeyCap(maximum: $0, since: now - 3600) }
         let outcome = try stored { () throws(StorageError) in
-            try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
+            try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now, newKeyCap: cap)
         }
         switch outcome {
         case .registered: return token
+        case .newKeyCapReached:
+            throw ServiceError(
+                .rateLimited, .newKeysPerHour, "the integration registered its \(cap?.maximum ?? 0) new keys of the last hour",
+                retryAfter: 60)
         case .challengeUsed: throw ServiceError.challengeUsed
         case .integrationRevoked: throw ServiceError.integrationRevoked
         case .integrationSuspended: throw ServiceError.integrationSuspended
@@ -259,6 +274,28 @@ package final class TokenService: Sendable {
     }
 
     // MARK: Refresh
+
+    /// The integration's receipt policy as it is now, applied at every refresh: a policy switched
+    /// on after a device attested applies to it too.
+    static func checkReceiptPolicy(_ policy: IntegrationPolicy, device: DeviceRecord, now: Int64, grace: Int64) throws(ServiceError) {
+        if policy.requireValidReceipt, device.receiptState?.verdict != .valid {
+            throw ServiceError(
+                .receiptRequired, .receiptRequired, "the integration requires a valid receipt and this device's did not verify")
+        }
+        guard let maximum = policy.maxRiskMetric else { return }
+        if let metric = device.receiptState?.riskMetric {
+            guard metric <= maximum else {
+                throw ServiceError(
+                    .riskMetricExceeded, .riskMetricExceeded,
+                    "this device's fraud-risk metric \(metric) exceeds the integration's \(maximum)")
+            }
+        } else if now - device.createdAt > grace {
+            // Why fail closed: stripping the receipt must not be a way around the limit.
+            throw ServiceError(
+                .riskMetricExceeded, .riskMetricUnknown,
+                "no fraud-risk metric is known for this device \(grace / 3600) hours after its attestation, and the integration limits it")
+        }
+    }
 
     /// Verifies an assertion by a registered key, advances its counter and mints a token.
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
@@ -296,10 +333,7 @@ package final class TokenService: Sendable {
         let unknownKey = ServiceError(.assertionRejected, .check(.signature), "the assertion does not verify")
         guard let device, device.clientID == integration.clientID else { throw unknownKey }
         guard device.status == .active else { throw ServiceError.deviceBlocked }
-        if let maximum = integration.policy.maxRiskMetric, let metric = device.receiptState?.riskMetric, metric > maximum {
-            throw ServiceError(
-                .riskMetricExceeded, .riskMetricExceeded, "this device's fraud-risk metric \(metric) exceeds the integration's \(maximum)")
-        }
+        try Self.checkReceiptPolicy(integration.policy, device: device, now: now, grace: policy.riskMetricGraceSeconds)
         // Why: a key attested while a test root was trusted must not refresh under Apple's root
         // (or the other way round); the anchor is part of what its attestation proved.
         guard device.trustAnchor == anchorFingerprint else {

@@ -57,6 +57,11 @@ package struct SQLRow: Sendable, Equatable {
         return bytes
     }
 
+    /// Bytes or NULL.
+    package func optionalBlob(_ column: Int) throws(StorageError) -> [UInt8]? {
+        try value(column) == .null ? nil : try blob(column)
+    }
+
     /// Whether the column is NULL.
     package func isNull(_ column: Int) throws(StorageError) -> Bool {
         try value(column) == .null
@@ -97,6 +102,7 @@ package struct SQLRowReader {
     package mutating func text() throws(StorageError) -> String { try take(SQLRow.text) }
     package mutating func optionalText() throws(StorageError) -> String? { try take(SQLRow.optionalText) }
     package mutating func blob() throws(StorageError) -> [UInt8] { try take(SQLRow.blob) }
+    package mutating func optionalBlob() throws(StorageError) -> [UInt8]? { try take(SQLRow.optionalBlob) }
 
     /// The next column read by `read`, and the reader one column on.
     private mutating func take<T>(_ read: (SQLRow) -> (Int) throws(StorageError) -> T) throws(StorageError) -> T {

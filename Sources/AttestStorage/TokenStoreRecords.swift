@@ -151,6 +151,9 @@ package struct DeviceRecord: Sendable, Hashable {
     package var appID: String?
     /// Its newest receipt's verdict and fields; nil for keys attested before attestd checked receipts.
     package var receiptState: ReceiptState?
+    /// SHA-256 of its credential certificate (the attestation's leaf), which every receipt stored
+    /// for it must name; nil for keys attested before attestd recorded it.
+    package var credentialSHA256: [UInt8]?
 
     /// Apple's App Attestation root's fingerprint, the anchor of every production device (and of
     /// keys attested before attestd recorded the anchor). A test compares it with `TrustAnchor`'s.
@@ -159,7 +162,7 @@ package struct DeviceRecord: Sendable, Hashable {
     package init(
         keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: AppAttestEnvironment, receipt: [UInt8],
         status: DeviceStatus, createdAt: Int64, updatedAt: Int64, trustAnchor: String = DeviceRecord.appleRootAnchor,
-        appID: String? = nil, receiptState: ReceiptState? = nil
+        appID: String? = nil, receiptState: ReceiptState? = nil, credentialSHA256: [UInt8]? = nil
     ) {
         self.keyID = keyID
         self.clientID = clientID
@@ -173,6 +176,7 @@ package struct DeviceRecord: Sendable, Hashable {
         self.trustAnchor = trustAnchor
         self.appID = appID
         self.receiptState = receiptState
+        self.credentialSHA256 = credentialSHA256
     }
 }
 
@@ -206,9 +210,19 @@ package struct ChallengeState: Sendable, Equatable {
     }
 }
 
+/// At most `maximum` keys registered by one integration since `since` (`--max-new-keys-per-hour`).
+package struct NewKeyCap: Sendable, Equatable {
+    package var maximum: Int
+    package var since: Int64
+
+    package init(maximum: Int, since: Int64) { (self.maximum, self.since) = (maximum, since) }
+}
+
 /// The outcome of registering a device and minting its first token in one transaction.
 package enum RegistrationOutcome: Sendable, Equatable {
     case registered
+    /// The integration holds its cap of new keys; nothing else changed but the challenge, spent.
+    case newKeyCapReached
     /// The challenge was consumed by another request first; nothing else changed.
     case challengeUsed
     /// The integration was revoked before the transaction (re-checked inside it).
