@@ -22,11 +22,12 @@ enum ReceiptField: Int, CaseIterable {
 /// start with field 17, then 6, then 2) and the version numbers (always 1 so far; a new version of
 /// a field is still its value). Unknown field types are skipped; a second copy of a field attestd
 /// reads is refused, so that no reader can pick a different copy than the verifier did.
-struct ReceiptPayload {
+package struct ReceiptPayload {
     /// The value of each field attestd reads that is present.
     let values: [ReceiptField: [UInt8]]
 
-    init(content: [UInt8]) throws(AttestError) {
+    /// Parses signed content; nothing is trusted until `ReceiptVerifier` has checked the signature.
+    package init(content: [UInt8]) throws(AttestError) {
         var rest = try DERReader.single(content[...], tag: 0x31, code: .receiptPayload)
         var values: [ReceiptField: [UInt8]] = [:]
         while !rest.isEmpty {
@@ -44,6 +45,30 @@ struct ReceiptPayload {
             values[field] = Array(value)
         }
         self.values = values
+    }
+
+    /// The content checks that follow the signature in `ReceiptVerifier.verify`, in its order: type,
+    /// App ID, certificate, environment, times, expiry, risk metric. Only the verifier may call it
+    /// on content whose signature it has verified, which is why the result is internal.
+    func verified(against input: ReceiptInput, form: CMSSignatureForm) throws(AttestError) -> VerifiedReceipt {
+        let type = try ReceiptChecks.type(self, expected: input.expectedType)
+        try ReceiptChecks.appID(self, appID: input.appID)
+        let certificate = try required(.certificate)
+        try ReceiptChecks.certificate(certificate, expected: input.certificate)
+        let environment = try ReceiptChecks.environment(self)
+        let times = try ReceiptChecks.times(self)
+        try ReceiptChecks.notExpired(expiresAt: times.expiresAt, at: input.time)
+        return VerifiedReceipt(
+            type: type, appID: input.appID, environment: environment, createdAt: times.createdAt, notBefore: times.notBefore,
+            expiresAt: times.expiresAt, riskMetric: try ReceiptChecks.riskMetric(self), certificateSHA256: Digest.sha256(certificate),
+            token: values[.token], signatureForm: form)
+    }
+
+    /// Runs the content checks of `verified(against:form:)` and drops the result: for `attest-fuzz`,
+    /// which cannot forge a signature to reach them through `ReceiptVerifier.verify`. Passing proves
+    /// nothing about who wrote the content.
+    package func checkContent(against input: ReceiptInput) throws(AttestError) {
+        _ = try verified(against: input, form: .signedAttributes)
     }
 
     /// The value of a field the receipt must have.

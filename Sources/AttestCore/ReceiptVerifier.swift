@@ -77,18 +77,7 @@ package final class ReceiptVerifier: Sendable {
     package func verify(_ input: ReceiptInput) throws(AttestError) -> VerifiedReceipt {
         let (content, signer, form) = try ReceiptChecks.signature(input.receipt, anchor: anchor, at: input.time)
         try ReceiptChecks.signer(signer)
-        let payload = try ReceiptPayload(content: content)
-        let type = try ReceiptChecks.type(payload, expected: input.expectedType)
-        try ReceiptChecks.appID(payload, appID: input.appID)
-        let certificate = try payload.required(.certificate)
-        try ReceiptChecks.certificate(certificate, expected: input.certificate)
-        let environment = try ReceiptChecks.environment(payload)
-        let times = try ReceiptChecks.times(payload)
-        try ReceiptChecks.notExpired(expiresAt: times.expiresAt, at: input.time)
-        return VerifiedReceipt(
-            type: type, appID: input.appID, environment: environment, createdAt: times.createdAt, notBefore: times.notBefore,
-            expiresAt: times.expiresAt, riskMetric: try ReceiptChecks.riskMetric(payload),
-            certificateSHA256: Digest.sha256(certificate), token: payload.values[.token], signatureForm: form)
+        return try ReceiptPayload(content: content).verified(against: input, form: form)
     }
 
     /// At attestation: the receipt inside `attestation` must be an `ATTEST` receipt for its App ID
