@@ -104,7 +104,7 @@ let package = Package(
             dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting", "AttestOptions"],
             swiftSettings: strict),
 
-        .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore"], swiftSettings: strict),
+        .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore", "AttestHTTP"], swiftSettings: strict),
         .executableTarget(
             name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestSimulator", "AttestOptions"], swiftSettings: strict),
 
