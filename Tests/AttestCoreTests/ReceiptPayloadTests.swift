@@ -342,6 +342,18 @@ struct ReceiptPayloadTests {
         }
     }
 
+    @Test("checkContent, attest-fuzz's way past the signature, answers each payload change as verify does", arguments: PayloadCase.all)
+    func checkContent(_ testCase: PayloadCase) throws {
+        let world = try ReceiptWorld()
+        let content = testCase.change(world)
+        let input = world.input(content)
+        if let code = testCase.expected {
+            #expect(throws: AttestError(code, "")) { try ReceiptPayload(content: content).checkContent(against: input) }
+        } else {
+            try ReceiptPayload(content: content).checkContent(against: input)
+        }
+    }
+
     @Test("fraction digits are dropped, not rounded")
     func fractionDropped() throws {
         let world = try ReceiptWorld()
