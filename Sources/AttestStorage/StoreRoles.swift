@@ -101,6 +101,8 @@ package protocol AdminStore: Sendable {
     func setFraudKey(
         clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64, audit: AuditNote<Void>?
     ) throws(StorageError) -> Bool?
+    /// The integration's DeviceCheck key ID and sealed key.
+    func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])?
     /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.
     func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
 }
