@@ -48,7 +48,16 @@ package final class Application: Sendable {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
             store = try TokenStores.open(
                 configuration.database, connections: configuration.workerThreads,
-                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
+                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now()
+            ) { migration, took in
+                // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
+                logger.log(
+                    .info, "migration applied",
+                    [
+                        "migration.id": .int(migration.id), "migration.name": .string(migration.name),
+                        "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
+                    ])
+            }
         } catch {
             throw StartupError(
                 description:
