@@ -296,6 +296,14 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     package func checkIntegrity() throws(StorageError) { try checkAvailable() }
 
+    package func databaseTime() throws(StorageError) -> Double? {
+        let row = try perform(.read) { session throws(StorageError) in
+            try session.row(SQLStatement("SELECT extract(epoch FROM clock_timestamp())::float8"), [])
+        }
+        guard let row else { throw .statementFailed("the database's clock answered no row") }
+        return try row.double(0)
+    }
+
     /// Checks that the server answers (`/readyz`).
     package func checkAvailable() throws(StorageError) {
         try perform(.read) { session throws(StorageError) in _ = try session.rows(SQLStatement("SELECT 1"), []) }

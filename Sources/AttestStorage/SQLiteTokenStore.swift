@@ -133,6 +133,9 @@ package final class SQLiteTokenStore: SQLTokenStore {
         }
     }
 
+    /// Nil: one node owns a SQLite database, so its clock is the only one.
+    package func databaseTime() throws(StorageError) -> Double? { nil }
+
     package func checkIntegrity() throws(StorageError) {
         try writer.use { database throws(StorageError) in try database.quickCheck() }
     }
