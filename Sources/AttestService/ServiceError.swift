@@ -97,6 +97,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case storage(StorageError.Code)
         /// The random source failed.
         case random
+        /// This node's clock and the shared database's disagree past the tolerance.
+        case clockSkew
 
         /// The stable wire spelling.
         package var identifier: String {
@@ -125,6 +127,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .testMode: "test_mode"
             case .storage(let code): code.rawValue
             case .random: "random"
+            case .clockSkew: "clock_skew"
             }
         }
     }
