@@ -38,7 +38,9 @@ struct Problem: Error, Sendable {
                 case .malformedRequest, .invalidIntegration: 400
                 case .invalidChallenge, .attestationRejected, .assertionRejected: 401
                 case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded: 403
-                case .integrationNotFound: 404
+                case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound: 404
+                case .adminUnauthenticated: 401
+                case .forbiddenRole: 403
                 case .keyAlreadyRegistered: 409
                 case .rateLimited: 429
                 case .internalError: 500

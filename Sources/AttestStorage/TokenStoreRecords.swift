@@ -247,20 +247,25 @@ package enum CounterAdvance: Sendable, Equatable {
 
 /// Everything `attestctl store copy` moves between stores: every integration (revoked ones too,
 /// so their client IDs stay burned), every device with its counter and status, the tokens still
-/// valid, and the audit log. Challenges are not copied: they live five minutes and a device asks
-/// again.
+/// valid, the audit log and the admin keys (revoked ones too). Challenges are not copied: they
+/// live five minutes and a device asks again; nor are console sessions: an admin signs in again.
 package struct StoreSnapshot: Sendable, Equatable {
     package var integrations: [IntegrationRecord]
     package var devices: [DeviceRecord]
     package var tokens: [TokenRecord]
     package var auditEntries: [AuditEntry]
+    package var adminKeys: [AdminKeyRecord]
 
     /// A snapshot of these records.
-    package init(integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = []) {
+    package init(
+        integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = [],
+        adminKeys: [AdminKeyRecord] = []
+    ) {
         self.integrations = integrations
         self.devices = devices
         self.tokens = tokens
         self.auditEntries = auditEntries
+        self.adminKeys = adminKeys
     }
 }
 
@@ -276,14 +281,17 @@ package struct AuditEntry: Sendable, Equatable {
     package var target: String
     /// What came of it, for people (counts, settings); never a secret.
     package var detail: String
+    /// The workspace an admin key acted in (the admin API and the console); nil for attestctl.
+    package var workspaceID: String?
 
     /// An entry.
-    package init(at: Int64, actor: String, action: AuditAction, target: String, detail: String) {
+    package init(at: Int64, actor: String, action: AuditAction, target: String, detail: String, workspaceID: String? = nil) {
         self.at = at
         self.actor = actor
         self.action = action
         self.target = target
         self.detail = detail
+        self.workspaceID = workspaceID
     }
 }
 
@@ -297,6 +305,9 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case integrationSetFraudKey = "integration.set-fraud-key"
     case tokenRevoke = "token.revoke"
     case deviceBlock = "device.block"
+    case adminKeyCreate = "admin-key.create"
+    case adminKeyRevoke = "admin-key.revoke"
+    case consoleSignIn = "console.sign-in"
 }
 
 /// The audit row a change writes in the change's own transaction: who did what to what, and the
@@ -306,22 +317,26 @@ package struct AuditNote<Outcome>: Sendable {
     package let actor: String
     package let action: AuditAction
     package let target: String
+    /// The workspace the actor acted in (an admin key's), nil for attestctl.
+    package let workspaceID: String?
     package let detail: @Sendable (Outcome) -> String?
 
     /// A note of `action` on `target` by `actor` at `at`, its detail from the outcome.
     package init(
-        at: Int64, actor: String, action: AuditAction, target: String, detail: @escaping @Sendable (Outcome) -> String?
+        at: Int64, actor: String, action: AuditAction, target: String, workspaceID: String? = nil,
+        detail: @escaping @Sendable (Outcome) -> String?
     ) {
         self.at = at
         self.actor = actor
         self.action = action
         self.target = target
+        self.workspaceID = workspaceID
         self.detail = detail
     }
 
     /// The entry for `outcome`, or nil when it records none.
     package func entry(for outcome: Outcome) -> AuditEntry? {
-        detail(outcome).map { AuditEntry(at: at, actor: actor, action: action, target: target, detail: $0) }
+        detail(outcome).map { AuditEntry(at: at, actor: actor, action: action, target: target, detail: $0, workspaceID: workspaceID) }
     }
 }
 
