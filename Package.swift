@@ -36,6 +36,9 @@ let package = Package(
         // Migrations/<dialect>/*.sql compiled into AttestStorage at build time (the only copy of the schema).
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
+        // Console/*.html|css|js|svg compiled into AttestHTTP at build time (the console needs no file beside the binary).
+        .executableTarget(name: "embed-console"),
+        .plugin(name: "EmbedConsole", capability: .buildTool(), dependencies: ["embed-console"]),
 
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
@@ -61,7 +64,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: ["AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestObservability"],
-            swiftSettings: strict),
+            swiftSettings: strict, plugins: ["EmbedConsole"]),
         // The composition root: configuration, and the store, verifier, service, refresher, router and listener wired from it.
         .target(
             name: "AttestServer",

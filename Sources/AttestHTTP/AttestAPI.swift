@@ -40,7 +40,21 @@ package enum AttestAPI {
         }
     }
 
-    /// The router of the whole API.
+    /// The router of the admin listener: the admin API (`/admin/v1/`) and the console
+    /// (`/console/`), never served on the device-facing listener.
+    package static func adminRouter(admin: WorkspaceAdmin, settings: Settings, logger: Logger, metrics: Metrics) -> Router {
+        let builder = RouterBuilder()
+        AdminRoutes(admin: admin).register(in: builder.root)
+        ConsoleRoutes(admin: admin).register(in: builder.root)
+        return builder.router(middleware: [
+            RequestIDs(),
+            ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: false, logger: logger),
+            ObservedRequests(metrics: metrics, logger: logger, logSuccessEvery: 1, sampledRoutes: []),
+            AdminHeaders(),
+        ])
+    }
+
+    /// The router of the device-facing API.
     package static func router(
         service: TokenService, settings: Settings, logger: Logger, metrics: Metrics,
         gauges: @escaping @Sendable () -> [(name: String, help: String, value: Int)] = { [] },

@@ -16,6 +16,10 @@ package final class Application: Sendable {
     package let store: any TokenStore
     package let service: TokenService
     package let router: Router
+    /// The admin API and the console, served by the admin listener only.
+    package let adminRouter: Router
+    /// The workspace admins' use cases behind `adminRouter`.
+    package let workspaceAdmin: WorkspaceAdmin
     package let metrics: Metrics
     /// The gateway credentials, re-read on SIGHUP (nil without `--gateway-secret-file`).
     package let gatewaySecrets: GatewaySecrets?
@@ -115,13 +119,15 @@ package final class Application: Sendable {
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
+        let settings = AttestAPI.Settings(
+            gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
+            storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
+            limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery)
+        let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
+        self.workspaceAdmin = workspaceAdmin
+        adminRouter = AttestAPI.adminRouter(admin: workspaceAdmin, settings: settings, logger: logger, metrics: metrics)
         router = AttestAPI.router(
-            service: service,
-            settings: AttestAPI.Settings(
-                gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
-                storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
-                limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery),
-            logger: logger, metrics: metrics,
+            service: service, settings: settings, logger: logger, metrics: metrics,
             gauges: {
                 // From the cache the purge timer refreshes: a scrape never counts rows, so it costs
                 // the same at 200,000 devices as at one.

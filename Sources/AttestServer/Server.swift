@@ -9,6 +9,8 @@ import Synchronization
 package final class Server: Sendable {
     package let application: Application
     package let http: HTTPServer
+    /// The admin listener (admin API and console); nil with `--admin-listen off`.
+    package let adminHTTP: HTTPServer?
     let logger: Logger
 
     /// The router (the application's).
@@ -40,6 +42,22 @@ package final class Server: Sendable {
             application.close()
             throw Application.StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
         }
+        if let address = configuration.adminListen {
+            // The same server, limits and logs as the device-facing listener, on its own address.
+            var adminConfiguration = httpConfiguration
+            adminConfiguration.host = address.host
+            adminConfiguration.port = address.port
+            adminConfiguration.threads = min(httpConfiguration.threads, 4)
+            do {
+                adminHTTP = try HTTPServer(configuration: adminConfiguration, responder: application.adminRouter)
+            } catch {
+                http.stop()
+                application.close()
+                throw Application.StartupError(description: "cannot listen on \(address.host):\(address.port) (--admin-listen): \(error)")
+            }
+        } else {
+            adminHTTP = nil
+        }
         if http.connectionLimit < httpConfiguration.connectionLimit {
             logger.log(
                 .warning, "the open-files limit allows fewer connections than configured: raise LimitNOFILE",
@@ -54,6 +72,7 @@ package final class Server: Sendable {
             .info, "listening",
             [
                 "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
+                "admin.listen": .string(adminHTTP.map { "\(configuration.adminListen?.host ?? ""):\($0.port)" } ?? "off"),
                 "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
                 "version": .string(version),
             ])
@@ -61,6 +80,7 @@ package final class Server: Sendable {
 
     /// Stops accepting, lets in-flight requests finish, closes the listener, then the store.
     package func stop() {
+        adminHTTP?.stop()
         http.stop()
         application.close()
         logger.log(.info, "stopped")

@@ -6,10 +6,25 @@ package import AttestService
 package import AttestStorage
 import Foundation
 
+/// A listener's address: an IP literal and a port (0 picks a free one).
+package struct ListenAddress: Sendable, Equatable {
+    package var host: String
+    package var port: UInt16
+
+    package init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+}
+
 /// attestd's settings, from flags with `ATTESTD_*` environment fallbacks (flags win).
 package struct ServerConfiguration: Sendable, Equatable {
     package var host = "127.0.0.1"
     package var port: UInt16 = 8080
+    /// The admin listener (the admin API and the console): `--admin-listen`, 127.0.0.1:8081 by
+    /// default; nil (`off`) starts none. Never the device-facing listener, so a proxy that exposes
+    /// the device API does not expose administration.
+    package var adminListen: ListenAddress? = ListenAddress(host: "127.0.0.1", port: 8081)
     /// The store: a SQLite file (default ./attestd.sqlite) or a PostgreSQL URI.
     package var database = StoreLocation.sqlite(path: "attestd.sqlite")
     package var gatewaySecretFile: String?
@@ -84,22 +99,36 @@ package struct ServerConfiguration: Sendable, Equatable {
         }
     }
 
+    /// `HOST:PORT` of `--name` (an IP literal host, `[::1]` for IPv6; port 0 picks a free one).
+    static func address(_ text: String, _ name: String) throws(UsageError) -> (host: String, port: UInt16) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw UsageError(
+                message: "--\(name) takes HOST:PORT with an IP literal host and a port from 1 to 65535 (0 picks a free one), not '\(text)'")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw UsageError(message: "--\(name) needs a host") }
+        return (host, port)
+    }
+
     /// Every option, applied in this order (`--insecure-test-mode` checks the host `--listen` set).
     static let settings: [Setting] = [
         Setting(
             "listen", environment: "ATTESTD_LISTEN", value: "HOST:PORT",
             help: "address to serve on (default 127.0.0.1:8080; port 0 picks a free port)"
         ) { configuration, listen throws(UsageError) in
-            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
-                throw UsageError(
-                    message:
-                        "--listen takes HOST:PORT with an IP literal host and a port from 1 to 65535 (0 picks a free one), not '\(listen)'")
+            (configuration.host, configuration.port) = try address(listen, "listen")
+        },
+        Setting(
+            "admin-listen", environment: "ATTESTD_ADMIN_LISTEN", value: "HOST:PORT|off",
+            help: "address of the admin API and console, never the device-facing one (default 127.0.0.1:8081; off: none)"
+        ) { configuration, text throws(UsageError) in
+            if text == "off" {
+                configuration.adminListen = nil
+            } else {
+                let (host, port) = try address(text, "admin-listen")
+                configuration.adminListen = ListenAddress(host: host, port: port)
             }
-            var host = String(listen[..<colon])
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty else { throw UsageError(message: "--listen needs a host") }
-            configuration.host = host
-            configuration.port = port
         },
         Setting(
             "db", environment: "ATTESTD_DB", value: "PATH|URI",

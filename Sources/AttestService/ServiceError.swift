@@ -214,7 +214,8 @@ extension ServiceError {
     static func forbiddenRole(_ role: AdminRole, needs needed: AdminRole, to action: String) -> ServiceError {
         ServiceError(.forbiddenRole, .forbiddenRole, "the \(role.rawValue) role may not \(action); it needs \(needed.rawValue) or above")
     }
-    static let adminUnauthenticated = ServiceError(
+    /// No valid admin key or console session (401).
+    package static let adminUnauthenticated = ServiceError(
         .adminUnauthenticated, .adminCredential, "send Authorization: Bearer adm_... with a valid admin key, or sign in again")
     static let deviceNotFound = ServiceError(.deviceNotFound, .deviceNotFound, "no device has this key ID in this workspace")
     static let tokenNotFound = ServiceError(.tokenNotFound, .tokenNotFound, "no live token with this value in this workspace")

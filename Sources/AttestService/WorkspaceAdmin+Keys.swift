@@ -1,5 +1,5 @@
 import AttestCrypto
-package import AttestStorage
+import AttestStorage
 
 /// A newly issued admin key: its record, and the secret, shown once and never stored.
 package struct IssuedAdminKey: Sendable {

@@ -16,7 +16,8 @@ final class AttestdProcess {
     init(arguments: [String], directory: URL) throws {
         self.directory = directory
         process.executableURL = Self.binary
-        process.arguments = arguments
+        // The admin listener on a free port too: its default (8081) would collide between tests.
+        process.arguments = arguments.contains("--admin-listen") ? arguments : arguments + ["--admin-listen", "127.0.0.1:0"]
         process.currentDirectoryURL = directory
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice

@@ -51,6 +51,7 @@ final class HTTPWorld {
         try (gatewaySecret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.adminListen = ListenAddress(host: "127.0.0.1", port: 0)
         location = try TestStoreLocation(backend)
         configuration.database = location.location
         configuration.trustAnchorFile = anchorFile.path

@@ -46,6 +46,7 @@ struct ClientAddresses: RouterMiddleware {
                 ["remote": .string(request.remoteAddress)])
         }
         context.client = address
+        context.viaTLS = addresses.viaTLS(peer: request.remoteAddress, forwardedProto: request.headerValues("X-Forwarded-Proto"))
     }
 }
 
