@@ -36,14 +36,10 @@ export const api = {
 
 /** The signed-in session (who, and its CSRF token), or null. */
 export async function currentSession() {
-  try {
-    const session = await send("GET", "/console/session");
-    csrf = session.csrf_token;
-    return session;
-  } catch (error) {
-    if (error.status === 401) return null;
-    throw error;
-  }
+  const session = await send("GET", "/console/session");
+  if (!session.signed_in) return null;
+  csrf = session.csrf_token;
+  return session;
 }
 
 /** Exchanges an admin key for a session. */

@@ -10,7 +10,7 @@ export function h(tag, attributes = {}, ...children) {
     else if (value === true) element.setAttribute(name, "");
     else element.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     element.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -20,7 +20,7 @@ export function h(tag, attributes = {}, ...children) {
 /** Replaces `main`'s content with `children`, titles the page and moves focus to its heading. */
 export function show(title, ...children) {
   const main = document.getElementById("main");
-  main.replaceChildren(...children.flat());
+  main.replaceChildren(...children.flat(Infinity));
   document.title = `${title} · attestd Console`;
   const heading = main.querySelector("h1");
   if (heading) {

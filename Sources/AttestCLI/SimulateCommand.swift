@@ -34,11 +34,14 @@ enum SimulateCommand {
         summary:
             "Run synthetic devices against a running attestd that trusts the simulator's root (--write-trust-anchor); "
             + "print counts, throughput and latency per step, exit 1 if any failed.",
-        options: [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, state, writeTrustAnchor],
+        options: [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, tokensFile, state, writeTrustAnchor],
         run: run)
 
     /// The options of a run, which --write-trust-anchor does not take.
-    static let runOptions = [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment]
+    static let runOptions = [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, tokensFile]
+    /// Where to write each device's last access token, one a line (checks that revoke and retry them).
+    static let tokensFile = OptionSpec(
+        "tokens-file", value: "FILE", help: "write each device's last access token to FILE, one a line (tests: revoke, then retry)")
     /// The options a run cannot do without.
     static let requiredForRun = [url, clientID, teamID, bundleID, devices]
 
@@ -66,6 +69,14 @@ enum SimulateCommand {
                 + "against \(plan.url) as \(plan.clientID) (\(plan.appID))\n")
         let result = DeviceSimulator(plan: plan, pki: pki, now: io.now).run()
         io.standardOutput(SimulationReport(plan: plan, result: result).text)
+        if let file = options.value(tokensFile) {
+            do {
+                try Data(result.lastTokens.map { $0 + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+            } catch {
+                io.standardError("attestctl simulate: cannot write the tokens to \(file): \(error)\n")
+                return ExitCode.failure
+            }
+        }
         return result.failed ? ExitCode.failure : ExitCode.success
     }
 

@@ -39,6 +39,8 @@ package struct DeviceLog: Sendable {
     package var outcomes: [StepOutcome] = []
     /// True once the device finished every step of its flow.
     package var completed = false
+    /// The last access token the device was given (for checks that revoke and try it again).
+    package var lastToken: String?
 
     package init() {}
 

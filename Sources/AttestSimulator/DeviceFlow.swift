@@ -41,9 +41,11 @@ package struct DeviceFlow: Sendable {
             return
         }
         guard let token = register(device, &connection, &log) else { return }
+        log.lastToken = token
         authorize(token, &connection, &log)
         for _ in 0..<refreshes {
             guard let next = refresh(&device, &connection, &log) else { return }
+            log.lastToken = next
             authorize(next, &connection, &log)
         }
         // Completed: every step succeeded (a failed authorization does not end a device, so check).

@@ -111,6 +111,7 @@ class Attestd:
     def __init__(self, binary, log, args, stdout=None, start_seconds=10.0):
         self.log = log
         self.port = None
+        self.admin_port = None
         with open(log, "wb") as err:
             # The admin listener on a free port too, unless the caller chose: its default (8081)
             # would collide between checks running at once.
@@ -122,6 +123,8 @@ class Attestd:
             match = self.PORT.search(self.log_text())
             if match:
                 self.port = int(match.group(1))
+                admin = self.ADMIN_PORT.search(self.log_text())
+                self.admin_port = int(admin.group(1)) if admin else None
                 return
             if self.proc.poll() is not None:
                 break

@@ -49,14 +49,16 @@ struct ConsoleRoutes: Sendable {
             headers: [ConsoleCookie.set(session.secret, seconds: WorkspaceAdmin.sessionSeconds, secure: context.viaTLS)])
     }
 
-    /// The signed-in session, for a console page that loads: who, and the CSRF token.
+    /// The signed-in session, for a console page that loads: who, and the CSRF token; or
+    /// `{"signed_in": false}` (a page that loads signed out is not an error).
     private func session(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
-        guard let secret = ConsoleCookie.session(context.request) else { throw AdminAuthentication.unauthorized }
+        let signedOut = JSONBody.response([("signed_in", false)])
+        guard let secret = ConsoleCookie.session(context.request) else { return signedOut }
         let principal: AdminPrincipal
         do {
             principal = try admin.session(secret)
         } catch  where error.code == .adminUnauthenticated {
-            throw AdminAuthentication.unauthorized
+            return signedOut
         } catch {
             throw Problem(error)
         }
@@ -80,7 +82,7 @@ struct ConsoleRoutes: Sendable {
 
     private static func members(_ principal: AdminPrincipal, secret: String, expiresAt: Int64?) -> [(String, any Sendable)] {
         [
-            ("name", principal.name), ("workspace_id", principal.workspaceID), ("role", principal.role.rawValue),
+            ("signed_in", true), ("name", principal.name), ("workspace_id", principal.workspaceID), ("role", principal.role.rawValue),
             ("key_id", principal.keyID), ("csrf_token", WorkspaceAdmin.csrfToken(session: secret)),
             ("can_change", principal.role >= WorkspaceAdmin.changeRole), ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
             ("expires_at", expiresAt),
