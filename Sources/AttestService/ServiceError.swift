@@ -54,6 +54,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case fraudKey = "fraud_key"
         /// The admin API's fields.
         case confirm
+        /// The admin key a console sign-in presents.
+        case key
         case name
         case role
         case teamID = "team_id"

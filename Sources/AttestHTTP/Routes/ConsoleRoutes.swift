@@ -34,7 +34,7 @@ struct ConsoleRoutes: Sendable {
     /// Sign-in: `{"key": "adm_..."}` for a session cookie and the session's CSRF token.
     private func signIn(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
         let body = try AdminBody(context.request)
-        guard case .string(let key)? = body.members["key"] else { throw Problem.malformed(.missing(.token), "key is required") }
+        guard case .string(let key)? = body.members["key"] else { throw Problem.malformed(.missing(.key), "key is required") }
         let session: AdminSession
         do {
             session = try admin.signIn(key: key)
