@@ -119,6 +119,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case adminKeyNotFound
         /// No admin key or session was presented, or it is unknown, revoked or expired.
         case adminCredential
+        /// A key may not revoke itself through the API (it would lock its holder out mid-session).
+        case ownKey
 
         /// The stable wire spelling.
         package var identifier: String {
@@ -150,6 +152,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .tokenNotFound: "token_not_found"
             case .adminKeyNotFound: "admin_key_not_found"
             case .adminCredential: "admin_credential"
+            case .ownKey: "own_key"
             }
         }
     }

@@ -86,6 +86,11 @@ extension WorkspaceAdmin {
         try require(principal, Self.keyRole, to: "manage admin keys")
         guard let key = try stored({ () throws(StorageError) in try store.adminKey(id: id) }), key.workspaceID == principal.workspaceID
         else { throw ServiceError.adminKeyNotFound }
+        // Why not itself: the console would sign its holder out mid-action, and a fuzzer or a script
+        // listing keys would lock the workspace's last owner out. attestctl can revoke any key.
+        guard key.id != principal.keyID else {
+            throw ServiceError.malformed(.ownKey, "a key cannot revoke itself; revoke it with another owner's key or attestctl")
+        }
         guard key.role <= principal.role else {
             throw ServiceError.forbiddenRole(principal.role, needs: key.role, to: "revoke a key of the \(key.role.rawValue) role")
         }

@@ -186,6 +186,10 @@ struct AdminAPITests {
         let outsider = try world.key(.primaryOwner, workspace: W.otherWorkspace)
         #expect(world.call("POST", "/admin/v1/keys/\(id)/revoke", key: outsider, json: "{}").status == 404)
         #expect(world.call("POST", "/admin/v1/keys/\(id)/revoke", key: owner, json: "{}").status == 200)
+        let ownerID = try #require(W.body(world.call("GET", "/admin/v1/me", key: owner))["key_id"] as? String)
+        let itself = world.call("POST", "/admin/v1/keys/\(ownerID)/revoke", key: owner, json: "{}")
+        #expect(itself.status == 400 && W.body(itself)["reason"] as? String == "own_key")
+        #expect(world.call("GET", "/admin/v1/me", key: owner).status == 200)
         #expect(world.call("GET", "/admin/v1/me", key: secret).status == 401)
         let listed = W.body(world.call("GET", "/admin/v1/keys", key: owner))["keys"] as? [[String: Any]] ?? []
         #expect(listed.allSatisfy { $0["key"] == nil && $0["key_hash"] == nil })
