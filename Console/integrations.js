@@ -9,6 +9,18 @@ const environments = { production: "Production", development: "Development", bot
 
 const path = (clientID, rest = "") => `/admin/v1/integrations/${encodeURIComponent(clientID)}${rest}`;
 
+/** A click handler whose failure is told, not lost: a refusal's message, or a reload to sign-in once the session is gone. */
+function guarded(handler) {
+  return async (event) => {
+    try {
+      await handler(event);
+    } catch (error) {
+      if (error instanceof APIError && error.status === 401) location.reload();
+      else toast(error.message);
+    }
+  };
+}
+
 export async function integrationsScreen(session) {
   const { integrations } = await api.get("/admin/v1/integrations");
   const create = session.can_change
@@ -119,7 +131,7 @@ function limit(value) { return value === null || value === undefined ? "No limit
 export async function overviewScreen(session, clientID) {
   const integration = await api.get(path(clientID));
   const clientIDField = h("input", { id: "client-id", readonly: true, value: integration.client_id, class: "code", "aria-label": "Client ID" });
-  const copy = h("button", { type: "button", id: "copy-client-id", class: "quiet" }, "Copy");
+  const copy = h("button", { type: "button", id: "copy-client-id", class: "quiet", "aria-label": "Copy the client ID" }, "Copy");
   copy.addEventListener("click", async () => {
     try {
       await navigator.clipboard.writeText(integration.client_id);
@@ -147,13 +159,13 @@ export async function overviewScreen(session, clientID) {
   if (session.can_change && integration.status !== "revoked") {
     const suspended = integration.status === "suspended";
     const pause = h("button", { type: "button", class: "quiet", id: suspended ? "resume" : "suspend" }, suspended ? "Resume" : "Suspend");
-    pause.addEventListener("click", async () => {
+    pause.addEventListener("click", guarded(async () => {
       await api.post(path(clientID, suspended ? "/resume" : "/suspend"), {});
       toast(suspended ? "Resumed." : "Suspended: its tokens and devices are refused until resumed.");
-      overviewScreen(session, clientID);
-    });
+      await overviewScreen(session, clientID);
+    }));
     const revoke = h("button", { type: "button", class: "danger", id: "revoke" }, "Revoke");
-    revoke.addEventListener("click", () => revokeIntegration(session, clientID));
+    revoke.addEventListener("click", guarded(() => revokeIntegration(session, clientID)));
     actions.push(h("section", { class: "card danger-zone", "aria-labelledby": "danger-title" },
       h("h2", { id: "danger-title" }, "Stop this app"),
       h("p", {}, "Suspend refuses its tokens and devices until you resume it. Revoke is permanent."),
@@ -204,7 +216,7 @@ export async function devicesScreen(session, clientID) {
         if (session.can_change) {
           const block = h("button", { type: "button", class: "quiet small", "aria-label": `Block device ${d.key_id.slice(0, 12)}`,
             disabled: d.status !== "active" }, "Block");
-          block.addEventListener("click", async () => {
+          block.addEventListener("click", guarded(async () => {
             const ok = await confirmDialog({
               title: "Block this device?",
               body: [h("p", {}, `Its ${d.live_tokens} live tokens stop working at once and it can never refresh or attest again.`)],
@@ -213,8 +225,8 @@ export async function devicesScreen(session, clientID) {
             if (!ok) return;
             const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
             toast(`Device blocked: ${result.tokens_revoked} tokens revoked.`);
-            devicesScreen(session, clientID);
-          });
+            await devicesScreen(session, clientID);
+          }));
           cells.push(h("td", {}, block));
         }
         return h("tr", { "data-key-id": d.key_id }, cells);

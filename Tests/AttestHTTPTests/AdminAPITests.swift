@@ -45,9 +45,12 @@ struct AdminAPITests {
                     #expect(response.status == 403 && W.code(response) == "forbidden_role", "\(role) \(method) \(path)")
                 }
             }
+            let patched = world.call("PATCH", "/admin/v1/integrations/\(target.clientID)", key: key, json: #"{"max_new_keys_per_hour":7}"#)
+            #expect(patched.status == (mayChange ? 200 : 403), "\(role) PATCH")
             let after = try #require(try world.world.admin.show(clientID: target.clientID))
             #expect(after.status == (mayChange ? .revoked : .active), "\(role)")
             #expect(after.policy.maxRiskMetric == (mayChange ? 5 : nil), "\(role)")
+            #expect(after.policy.maxNewKeysPerHour == (mayChange ? 7 : nil), "\(role)")
             #expect(try world.authorizes(device.token) == !mayChange, "\(role)")
             let keys = world.call("GET", "/admin/v1/keys", key: key)
             #expect(keys.status == (role >= .owner ? 200 : 403), "\(role) GET keys")
@@ -165,6 +168,9 @@ struct AdminAPITests {
         let mine = entries.filter { $0["actor"] as? String == "Dana (laptop)" }
         #expect(mine.map { $0["action"] as? String } == ["integration.suspend", "integration.revoke"])
         #expect(mine.allSatisfy { $0["target"] as? String == target.clientID && $0["at"] is Int })
+        // Every request's log line names the key, reads too.
+        let lines = world.world.sink.all.split(separator: "\n").filter { $0.contains("\"route\":\"admin_audit\"") }
+        #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("\"actor\":\"Dana (laptop)\"") })
     }
 
     @Test("owners create and revoke their workspace's keys, never above their own role; admins may not")

@@ -23,6 +23,8 @@ struct AdminRoutes: Sendable {
             try suspend(&context, false)
         }
         api.on("POST", "/integrations/{client_id}/policy", name: "admin_integration_policy", policy)
+        // The same update as a partial update of the integration (REST clients expect PATCH).
+        api.on("PATCH", "/integrations/{client_id}", name: "admin_integration_policy", policy)
         api.on("GET", "/integrations/{client_id}/devices", name: "admin_devices", devices)
         api.on("POST", "/devices/{key_id}/block", name: "admin_device_block", block)
         api.on("POST", "/tokens/revoke", name: "admin_token_revoke", revokeToken)
@@ -129,12 +131,12 @@ struct AdminRoutes: Sendable {
     private func block(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
         let principal = try Self.principal(context)
         let text = context.parameter("key_id")
-        // The key ID as the devices list shows it: 64 lower-case hex digits.
-        guard text.utf8.count == 64, text == text.lowercased(), let keyID = Hex.decode(text), keyID.count == 32 else {
-            throw Problem.malformed(.field(.keyID), "key_id must be 64 lower-case hex digits, as the devices list shows it")
+        // The key ID as the devices list shows it: 64 hex digits.
+        guard text.utf8.count == 64, let keyID = Hex.decode(text.lowercased()), keyID.count == 32 else {
+            throw Problem.malformed(.field(.keyID), "key_id must be 64 hex digits, as the devices list shows it")
         }
         let tokens = try Problem.calling { () throws(ServiceError) in try admin.blockDevice(principal, keyID: keyID) }
-        return JSONBody.response([("key_id", text), ("status", "blocked"), ("tokens_revoked", tokens)])
+        return JSONBody.response([("key_id", Hex.encode(keyID)), ("status", "blocked"), ("tokens_revoked", tokens)])
     }
 
     private func revokeToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
