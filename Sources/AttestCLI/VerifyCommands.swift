@@ -92,13 +92,11 @@ enum VerifyCommands {
         let clientDataHash = try base64Argument(options, Attestation.clientDataHash)
         let appID = try appIDArgument(options.required(Attestation.appID))
         let time = try timeArgument(options, Attestation.at, io: io)
-        let environments: Set<AppAttestEnvironment>
-        switch options.value(Attestation.environment) ?? "any" {
-        case "any": environments = Set(AppAttestEnvironment.allCases)
-        case "production": environments = [.production]
-        case "development": environments = [.development]
-        case let other: throw UsageError(message: "--environment takes production, development or any, not '\(other)'")
-        }
+        let environments =
+            try options.choice(
+                Attestation.environment,
+                among: ["production": [.production], "development": [.development], "any": Set(AppAttestEnvironment.allCases)])
+            ?? Set(AppAttestEnvironment.allCases)
         let report: Report
         do {
             let object = try objectArgument(options.required(Attestation.object), io: io)
@@ -117,11 +115,7 @@ enum VerifyCommands {
     static func runAssertion(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let clientDataHash = try base64Argument(options, Assertion.clientDataHash)
         let appID = try appIDArgument(options.required(Assertion.appID))
-        var previous: UInt32 = 0
-        if let text = options.value(Assertion.previousCounter) {
-            guard let value = UInt32(text) else { throw UsageError(message: "--previous-counter takes 0 to 4294967295, not '\(text)'") }
-            previous = value
-        }
+        let previous = try options.integer(Assertion.previousCounter, in: 0...UInt32.max) ?? 0
         let report: Report
         do {
             let object = try objectArgument(options.required(Assertion.object), io: io)

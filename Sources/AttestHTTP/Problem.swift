@@ -40,7 +40,7 @@ struct Problem: Error, Sendable {
                 switch code {
                 case .malformedRequest, .invalidIntegration: 400
                 case .invalidChallenge, .attestationRejected, .assertionRejected: 401
-                case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded: 403
+                case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded, .receiptRequired: 403
                 case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound: 404
                 case .adminUnauthenticated: 401
                 case .forbiddenRole: 403

@@ -102,13 +102,9 @@ package final class ReceiptRefresher: Sendable {
         store: any ReceiptStore, apple: AppleAttestationDataClient, verifier: ReceiptVerifier, secretsKey: [UInt8], clock: any WallClock,
         logger: Logger, settings: ReceiptRefresherSettings = ReceiptRefresherSettings()
     ) {
-        self.store = store
-        self.apple = apple
-        self.verifier = verifier
-        self.secretsKey = secretsKey
-        self.clock = clock
-        self.logger = logger
-        self.settings = settings
+        (self.store, self.apple, self.verifier, self.secretsKey, self.clock, self.logger, self.settings) = (
+            store, apple, verifier, secretsKey, clock, logger, settings
+        )
     }
 
     /// Every outcome counted since start, by outcome (each present, zero when none).
@@ -282,6 +278,14 @@ package final class ReceiptRefresher: Sendable {
                     ReceiptInput(receipt: receipt, appID: appID, certificate: nil, expectedType: .receipt, time: now))
             } catch {
                 return failed(.invalidReceipt, status: 200, detail: error.code.identifier, perIntegration: false)
+            }
+            // Why: the receipt in attStmt is not covered by the attestation's signature, so the
+            // one a device presented may be another device's. Apple's answer names the credential
+            // certificate it is about (field 3): it must be the one this key attested with, as
+            // recorded at attestation. The environment follows: the certificate is the key's, and
+            // the key's environment is what its attestation proved.
+            guard let expected = device.credentialSHA256, verified.certificateSHA256 == expected else {
+                return failed(.invalidReceipt, status: 200, detail: AttestErrorCode.receiptCertificate.identifier, perIntegration: false)
             }
             let receiptState = ReceiptState(
                 verdict: .valid, type: verified.type, createdAt: verified.createdAt, expiresAt: verified.expiresAt,

@@ -136,6 +136,7 @@ package final class Application: Sendable {
                     ("attestd_active_integrations", "Integrations not revoked.", statistics.activeIntegrations),
                     ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
+                    ("attestd_suspended_integrations", "Integrations suspended (not revoked).", statistics.suspendedIntegrations),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]

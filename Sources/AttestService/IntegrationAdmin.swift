@@ -23,11 +23,7 @@ package struct IntegrationAdmin: Sendable {
         store: any AdminStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
         actor: String = "unknown", workspaceID: String? = nil
     ) {
-        self.store = store
-        self.clock = clock
-        self.random = random
-        self.logger = logger
-        self.actor = actor
+        (self.store, self.clock, self.random, self.logger, self.actor) = (store, clock, random, logger, actor)
         self.workspaceID = workspaceID
     }
 
@@ -203,6 +199,11 @@ package struct IntegrationAdmin: Sendable {
         }
         if found != nil { logger?.log(.info, "DeviceCheck key set", ["client.id": .string(clientID), "fraud_key.id": .string(keyID)]) }
         return found
+    }
+
+    /// The ID of the integration's DeviceCheck key, nil when none is set (never the key).
+    package func fraudKeyID(clientID: String) throws(ServiceError) -> String? {
+        try stored { () throws(StorageError) in try store.fraudKey(clientID: clientID)?.keyID }
     }
 
     /// Whether `keyID` has the shape of a DeviceCheck key ID: 10 of A-Z 0-9.

@@ -25,6 +25,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case keyAlreadyRegistered = "key_already_registered"
         /// The device's latest fraud-risk metric exceeds what its integration allows.
         case riskMetricExceeded = "risk_metric_exceeded"
+        /// The integration requires a valid receipt and the device's did not verify.
+        case receiptRequired = "receipt_required"
         case rateLimited = "rate_limited"
         case storageUnavailable = "storage_unavailable"
         /// attestd itself failed (the random source): not the caller's fault, not the storage's.
@@ -106,6 +108,9 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The integration registered its allowed number of new keys in the last hour.
         case newKeysPerHour
         case riskMetricExceeded
+        /// No verified fraud-risk metric for the device past the grace period.
+        case riskMetricUnknown
+        case receiptRequired
         /// A test-mode route or value outside `--insecure-test-mode`.
         case testMode
         /// The storage failed with this code.
@@ -144,6 +149,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .rateLimited: "rate_limited"
             case .newKeysPerHour: "new_keys_per_hour"
             case .riskMetricExceeded: "risk_metric_exceeded"
+            case .riskMetricUnknown: "risk_metric_unknown"
+            case .receiptRequired: "receipt_required"
             case .testMode: "test_mode"
             case .storage(let code): code.rawValue
             case .random: "random"
@@ -168,10 +175,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// Makes an error; prefer the static factories named after the refusal.
     package init(_ code: Code, _ subcode: Subcode, _ reason: String, retryAfter: Int? = nil) {
-        self.code = code
-        self.subcode = subcode
-        self.reason = reason
-        self.retryAfter = retryAfter
+        (self.code, self.subcode, self.reason, self.retryAfter) = (code, subcode, reason, retryAfter)
     }
 
     /// `code/subcode: reason`, safe to log.

@@ -19,6 +19,12 @@ package struct ServicePolicy: Sendable {
     package var perAddress = RateLimit(perSecond: 20, burst: 40)
     /// TEST MODE ONLY: allow `seedChallenge` (recorded-device replay).
     package var allowsSeededChallenges = false
+    /// How long after its attestation a device may refresh without a known fraud-risk metric when
+    /// its integration sets `--max-risk-metric`: Apple's first RECEIPT comes from the refresher
+    /// once the attestation's receipt is a day old, so two days leave room for a pass and a retry.
+    /// After it, a device with no verified metric is refused (`risk_metric_unknown`): the policy
+    /// fails closed.
+    package var riskMetricGraceSeconds: Int64 = 172_800
 
     package init() {}
 }
@@ -132,13 +138,10 @@ package final class TokenService: Sendable {
     /// one spends the challenge by the ledger's rule.
     package func attest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try observed(.attestation) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-                let request = try presented.fields()
-                let integration = try activeIntegration(request.clientID)
-                found = integration.clientID
-                return try attest(request, integration: integration, from: address, now: now)
-            }
+        return try presenting(presented, .attestation, now: now) { request, found throws(ServiceError) -> IssuedToken in
+            let integration = try activeIntegration(request.clientID)
+            found = integration.clientID
+            return try attest(request, integration: integration, from: address, now: now)
         }
     }
 
@@ -163,7 +166,7 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             verified = try verifier.verify(
                 AttestationInput(
-                    object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
+                    object: request.object, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
                     appIDs: appIDs,
                     allowedEnvironments: Set(integration.environments), time: now))
         } catch {
@@ -172,6 +175,19 @@ package final class TokenService: Sendable {
         let receipt = try receiptState(of: verified, integration: integration, now: now)
         return try register(
             verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+    }
+
+    /// Runs a device request's use case on its fields, decoded inside the challenge ledger's
+    /// `spendingOnFailure` (so a malformed field spends the challenge), its outcome reported.
+    private func presenting<Request>(
+        _ presented: Presented<Request>, _ kind: VerificationKind, now: Int64,
+        _ body: (Request, inout String?) throws(ServiceError) -> IssuedToken
+    ) throws(ServiceError) -> IssuedToken {
+        try observed(kind) { (found: inout String?) throws(ServiceError) -> IssuedToken in
+            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
+                try body(try presented.fields(), &found)
+            }
+        }
     }
 
     /// Runs a verification, reporting its outcome to the observer: overall, and per integration
@@ -234,12 +250,21 @@ package final class TokenService: Sendable {
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
             environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
-            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt)
+            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt,
+            credentialSHA256: Digest.sha256(verified.credentialCertificate))
+        // The cap counted again inside the registering transaction, serialised per integration: the
+        // count before verification only saves the work, two registrations racing past it are
+        // settled here.
+        let cap = integration.policy.maxNewKeysPerHour.map { NewKeyCap(maximum: $0, since: now - 3600) }
         let outcome = try stored { () throws(StorageError) in
-            try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
+            try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now, newKeyCap: cap)
         }
         switch outcome {
         case .registered: return token
+        case .newKeyCapReached:
+            throw ServiceError(
+                .rateLimited, .newKeysPerHour, "the integration registered its \(cap?.maximum ?? 0) new keys of the last hour",
+                retryAfter: 60)
         case .challengeUsed: throw ServiceError.challengeUsed
         case .integrationRevoked: throw ServiceError.integrationRevoked
         case .integrationSuspended: throw ServiceError.integrationSuspended
@@ -250,6 +275,28 @@ package final class TokenService: Sendable {
 
     // MARK: Refresh
 
+    /// The integration's receipt policy as it is now, applied at every refresh: a policy switched
+    /// on after a device attested applies to it too.
+    static func checkReceiptPolicy(_ policy: IntegrationPolicy, device: DeviceRecord, now: Int64, grace: Int64) throws(ServiceError) {
+        if policy.requireValidReceipt, device.receiptState?.verdict != .valid {
+            throw ServiceError(
+                .receiptRequired, .receiptRequired, "the integration requires a valid receipt and this device's did not verify")
+        }
+        guard let maximum = policy.maxRiskMetric else { return }
+        if let metric = device.receiptState?.riskMetric {
+            guard metric <= maximum else {
+                throw ServiceError(
+                    .riskMetricExceeded, .riskMetricExceeded,
+                    "this device's fraud-risk metric \(metric) exceeds the integration's \(maximum)")
+            }
+        } else if now - device.createdAt > grace {
+            // Why fail closed: stripping the receipt must not be a way around the limit.
+            throw ServiceError(
+                .riskMetricExceeded, .riskMetricUnknown,
+                "no fraud-risk metric is known for this device \(grace / 3600) hours after its attestation, and the integration limits it")
+        }
+    }
+
     /// Verifies an assertion by a registered key, advances its counter and mints a token.
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
         try refresh(Presented(request), from: address)
@@ -259,19 +306,16 @@ package final class TokenService: Sendable {
     /// malformed one spends the challenge by the ledger's rule.
     package func refresh(_ presented: Presented<RefreshRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try observed(.assertion) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-                let request = try presented.fields()
-                // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
-                let inputs = try stored { () throws(StorageError) in
-                    try store.refreshInputs(
-                        clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
-                }
-                let integration = try Self.active(inputs.integration)
-                found = integration.clientID
-                let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
-                return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
+        return try presenting(presented, .assertion, now: now) { request, found throws(ServiceError) -> IssuedToken in
+            // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
+            let inputs = try stored { () throws(StorageError) in
+                try store.refreshInputs(
+                    clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
             }
+            let integration = try Self.active(inputs.integration)
+            found = integration.clientID
+            let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
+            return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
         }
     }
 
@@ -281,7 +325,7 @@ package final class TokenService: Sendable {
         // Why parse before the device is looked at: a malformed assertion gets the same answer
         // whether or not its key is registered, so the answer is no oracle for registered keys.
         do throws(AttestError) {
-            _ = try AssertionVerifier.parse(request.assertion)
+            _ = try AssertionVerifier.parse(request.object)
         } catch {
             throw ServiceError.rejected(error, attestation: false)
         }
@@ -289,10 +333,7 @@ package final class TokenService: Sendable {
         let unknownKey = ServiceError(.assertionRejected, .check(.signature), "the assertion does not verify")
         guard let device, device.clientID == integration.clientID else { throw unknownKey }
         guard device.status == .active else { throw ServiceError.deviceBlocked }
-        if let maximum = integration.policy.maxRiskMetric, let metric = device.receiptState?.riskMetric, metric > maximum {
-            throw ServiceError(
-                .riskMetricExceeded, .riskMetricExceeded, "this device's fraud-risk metric \(metric) exceeds the integration's \(maximum)")
-        }
+        try Self.checkReceiptPolicy(integration.policy, device: device, now: now, grace: policy.riskMetricGraceSeconds)
         // Why: a key attested while a test root was trusted must not refresh under Apple's root
         // (or the other way round); the anchor is part of what its attestation proved.
         guard device.trustAnchor == anchorFingerprint else {
@@ -306,7 +347,7 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             verified = try AssertionVerifier.verify(
                 AssertionInput(
-                    object: request.assertion, clientDataHash: Digest.sha256(request.challenge.bytes), publicKey: key,
+                    object: request.object, clientDataHash: Digest.sha256(request.challenge.bytes), publicKey: key,
                     appIDs: appIDs, previousCounter: device.counter))
         } catch  where error.code == .signature {
             throw unknownKey  // byte-identical to the unknown-key answer: no oracle for registered keys
@@ -328,71 +369,6 @@ package final class TokenService: Sendable {
         case .integrationSuspended: throw ServiceError.integrationSuspended
         case .deviceBlocked: throw ServiceError.deviceBlocked
         }
-    }
-
-    // MARK: Tokens
-
-    /// The token's facts if it is unexpired and its integration active; nil otherwise (no reason
-    /// is given, so introspection is no oracle).
-    package func introspect(_ token: String) throws(ServiceError) -> ActiveToken? {
-        guard let hash = Self.lookupHash(token) else { return nil }
-        return try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }).map(Self.active)
-    }
-
-    /// `introspect`, answered through `reply` exactly once: at once, or later from another thread
-    /// when the store's lookup is a round trip (the HTTP worker serves other requests meanwhile).
-    package func introspect(_ token: String, then reply: @escaping @Sendable (Result<ActiveToken?, ServiceError>) -> Void) {
-        guard let hash = Self.lookupHash(token) else { return reply(.success(nil)) }
-        store.activeToken(hash: hash, at: clock.now()) { outcome in
-            reply(outcome.map { $0.map(Self.active) }.mapError(ServiceError.storage))
-        }
-    }
-
-    /// The SHA-256 to look up, or nil for input that cannot be a token (length and prefix are
-    /// checked first: no hashing or lookup for it).
-    private static func lookupHash(_ token: String) -> [UInt8]? {
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return nil }
-        return Digest.sha256(Array(token.utf8))
-    }
-
-    private static func active(_ record: TokenRecord) -> ActiveToken {
-        ActiveToken(
-            clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
-            expiresAt: record.expiresAt)
-    }
-
-    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise (the caller
-    /// learns nothing either way).
-    package func revokeToken(_ token: String) throws(ServiceError) {
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
-        let hash = Digest.sha256(Array(token.utf8))
-        // Audited like attestctl's `token revoke`, in the same transaction; only when a token went.
-        let audit = AuditNote<Bool>(at: clock.now(), actor: "gateway (POST /v1/revoke)", action: .tokenRevoke, target: Hex.encode(hash)) {
-            $0 ? "revoked" : nil
-        }
-        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
-    }
-
-    // MARK: Housekeeping
-
-    /// Deletes expired tokens and challenges; returns how many rows went.
-    package func purgeExpired() throws(ServiceError) -> Int {
-        try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
-    }
-
-    /// Counts and size for the metrics gauges.
-    package func statistics() throws(ServiceError) -> StoreStatistics {
-        try stored { () throws(StorageError) in try store.statistics() }
-    }
-
-    /// Closes the storage at a clean stop (after the last request).
-    package func closeStorage() throws(ServiceError) {
-        try stored { () throws(StorageError) in try store.close() }
-    }
-
-    /// Throws `storage_unavailable` when the storage cannot serve requests now (`/readyz`).
-    package func checkStorage() throws(ServiceError) {
-        try stored { () throws(StorageError) in try store.checkAvailable() }
     }
 
     // MARK: Steps

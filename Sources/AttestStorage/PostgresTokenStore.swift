@@ -272,6 +272,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
                (SELECT count(*) FROM devices WHERE status = 'active'),
                (SELECT count(*) FROM integrations WHERE status = 'revoked'),
+               (SELECT count(*) FROM integrations WHERE status = 'active' AND suspended_at IS NOT NULL),
                pg_database_size(current_database())
         """)
 
@@ -280,7 +281,8 @@ package final class PostgresTokenStore: SQLTokenStore {
         guard let row else { throw .statementFailed("the statistics answered no row") }
         return StoreStatistics(
             activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
-            bytes: try row.int64(3))
+            suspendedIntegrations: Int(try row.int64(3)),
+            bytes: try row.int64(4))
     }
 
     package func close() throws(StorageError) { pool.closeIdleConnections() }

@@ -57,6 +57,11 @@ package struct SQLRow: Sendable, Equatable {
         return bytes
     }
 
+    /// Bytes or NULL.
+    package func optionalBlob(_ column: Int) throws(StorageError) -> [UInt8]? {
+        try value(column) == .null ? nil : try blob(column)
+    }
+
     /// Whether the column is NULL.
     package func isNull(_ column: Int) throws(StorageError) -> Bool {
         try value(column) == .null
@@ -91,38 +96,17 @@ package struct SQLRowReader {
         self.row = row
     }
 
-    package mutating func int64() throws(StorageError) -> Int64 {
-        let value = try row.int64(next)
-        next += 1
-        return value
-    }
+    package mutating func int64() throws(StorageError) -> Int64 { try take(SQLRow.int64) }
+    package mutating func optionalInt64() throws(StorageError) -> Int64? { try take(SQLRow.optionalInt64) }
+    package mutating func double() throws(StorageError) -> Double { try take(SQLRow.double) }
+    package mutating func text() throws(StorageError) -> String { try take(SQLRow.text) }
+    package mutating func optionalText() throws(StorageError) -> String? { try take(SQLRow.optionalText) }
+    package mutating func blob() throws(StorageError) -> [UInt8] { try take(SQLRow.blob) }
+    package mutating func optionalBlob() throws(StorageError) -> [UInt8]? { try take(SQLRow.optionalBlob) }
 
-    package mutating func optionalInt64() throws(StorageError) -> Int64? {
-        let value = try row.optionalInt64(next)
-        next += 1
-        return value
-    }
-
-    package mutating func double() throws(StorageError) -> Double {
-        let value = try row.double(next)
-        next += 1
-        return value
-    }
-
-    package mutating func text() throws(StorageError) -> String {
-        let value = try row.text(next)
-        next += 1
-        return value
-    }
-
-    package mutating func optionalText() throws(StorageError) -> String? {
-        let value = try row.optionalText(next)
-        next += 1
-        return value
-    }
-
-    package mutating func blob() throws(StorageError) -> [UInt8] {
-        let value = try row.blob(next)
+    /// The next column read by `read`, and the reader one column on.
+    private mutating func take<T>(_ read: (SQLRow) -> (Int) throws(StorageError) -> T) throws(StorageError) -> T {
+        let value = try read(row)(next)
         next += 1
         return value
     }

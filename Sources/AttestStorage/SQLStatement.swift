@@ -16,10 +16,7 @@ package struct SQLStatement: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A statement whose two dialects differ by more than placeholders and a lock clause.
-    package init(sqlite: String, postgresql: String) {
-        self.sqlite = sqlite
-        self.postgresql = postgresql
-    }
+    package init(sqlite: String, postgresql: String) { (self.sqlite, self.postgresql) = (sqlite, postgresql) }
 
     /// The text for `dialect`.
     package func text(for dialect: SQLDialect) -> String {

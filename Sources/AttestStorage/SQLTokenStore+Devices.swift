@@ -3,17 +3,24 @@ extension SQLTokenStore {
     // MARK: DeviceStore
 
     package func registerDevice(
-        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64, newKeyCap: NewKeyCap?
     ) throws(StorageError) -> RegistrationOutcome {
         try perform(.transaction) { session throws(StorageError) -> RegistrationOutcome in
-            // The integration's row first (PostgreSQL: FOR KEY SHARE), as in revocation, so that
-            // the two serialise in one lock order and never deadlock.
-            let state = try Self.integrationState(device.clientID, SharedSQL.lockIntegrationForKeyShare, in: session)
+            // The integration's row first, as in revocation, so that the two serialise in one lock
+            // order and never deadlock: FOR KEY SHARE on PostgreSQL, or FOR UPDATE under a cap of
+            // new keys, so that the integration's registrations count and insert one at a time.
+            let lock = newKeyCap == nil ? SharedSQL.lockIntegrationForKeyShare : SharedSQL.lockIntegrationForUpdate
+            let state = try Self.integrationState(device.clientID, lock, in: session)
             guard try Self.consume(challengeID, at: time, in: session) else { return .challengeUsed }
             switch state {
             case .active: break
             case .suspended: return .integrationSuspended
             case .revoked, .missing: return .integrationRevoked
+            }
+            if let newKeyCap,
+                try session.count(SharedSQL.newKeyCount, [.text(device.clientID), .integer(newKeyCap.since)]) >= newKeyCap.maximum
+            {
+                return .newKeyCapReached
             }
             guard try session.run(SharedSQL.insertDevice, device.storedValues) == 1 else {
                 guard let existing = try session.row(SharedSQL.deviceStatus, [.blob(device.keyID)]) else {

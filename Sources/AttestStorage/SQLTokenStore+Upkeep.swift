@@ -122,6 +122,7 @@ enum UpkeepSQL {
         SELECT \(SQLText.list(DeviceRecord.columns, alias: "d"))
         FROM devices d JOIN integrations i ON i.client_id = d.client_id JOIN fraud_keys f ON f.client_id = d.client_id
         WHERE d.status = 'active' AND i.status = 'active' AND i.suspended_at IS NULL
+            AND d.credential_sha256 IS NOT NULL AND d.receipt_verdict = 'valid'
             AND coalesce(d.receipt_refreshed_at, d.created_at) <= ?
         ORDER BY coalesce(d.receipt_refreshed_at, d.created_at) LIMIT ?
         """)

@@ -140,6 +140,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
                (SELECT count(*) FROM devices WHERE status = 'active'),
                (SELECT count(*) FROM integrations WHERE status = 'revoked'),
+               (SELECT count(*) FROM integrations WHERE status = 'active' AND suspended_at IS NOT NULL),
                (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())
         """)
 
@@ -148,6 +149,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         guard let row else { throw .statementFailed("the statistics answered no row") }
         return StoreStatistics(
             activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
-            bytes: try row.int64(3) + FileSize.of(path + "-wal"))
+            suspendedIntegrations: Int(try row.int64(3)),
+            bytes: try row.int64(4) + FileSize.of(path + "-wal"))
     }
 }

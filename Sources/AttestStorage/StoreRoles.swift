@@ -27,10 +27,11 @@ package protocol DeviceStore: Sendable {
     /// The integration with this client ID.
     func integration(clientID: String) throws(StorageError) -> IntegrationRecord?
     /// In one transaction: consumes the challenge (compare-and-set: unconsumed), re-checks the
-    /// integration and the key ID and registers the device with its first token. The
-    /// consumption is committed whatever the outcome, except `challengeUsed`.
+    /// integration, its cap of new keys when given (counted inside the transaction, registrations
+    /// of the integration serialised), and the key ID, and registers the device with its first
+    /// token. The consumption is committed whatever the outcome, except `challengeUsed`.
     func registerDevice(
-        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64, newKeyCap: NewKeyCap?
     ) throws(StorageError) -> RegistrationOutcome
     /// The device with this key ID.
     func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
@@ -100,6 +101,8 @@ package protocol AdminStore: Sendable {
     func setFraudKey(
         clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64, audit: AuditNote<Void>?
     ) throws(StorageError) -> Bool?
+    /// The integration's DeviceCheck key ID and sealed key.
+    func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])?
     /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.
     func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
 }
@@ -139,8 +142,9 @@ package protocol AdminKeyStore: Sendable {
 
 /// The receipt refresher's work.
 package protocol ReceiptStore: Sendable {
-    /// Active devices of active integrations with a DeviceCheck key whose receipt was last refreshed
-    /// (or, never refreshed, created) at or before `dueBefore`, oldest first.
+    /// Active devices of active integrations with a DeviceCheck key whose receipt verified and is
+    /// bound to their credential certificate, last refreshed (or, never refreshed, created) at or
+    /// before `dueBefore`, oldest first.
     func receiptRefreshCandidates(dueBefore: Int64, limit: Int) throws(StorageError) -> [DeviceRecord]
     /// The integration with this client ID.
     func integration(clientID: String) throws(StorageError) -> IntegrationRecord?
@@ -188,6 +192,15 @@ extension TokenLookupStore {
         } catch {
             reply(.failure(error))
         }
+    }
+}
+
+extension DeviceStore {
+    /// `registerDevice` without a cap of new keys.
+    package func registerDevice(
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+    ) throws(StorageError) -> RegistrationOutcome {
+        try registerDevice(device, firstToken: firstToken, consumingChallenge: challengeID, at: time, newKeyCap: nil)
     }
 }
 

@@ -74,13 +74,13 @@ extension DeviceRecord: StoredRecord {
         [
             "key_id", "client_id", "public_key", "counter", "environment", "receipt", "status", "created_at", "updated_at",
             "trust_anchor", "app_id",
-        ] + ReceiptState.columns
+        ] + ReceiptState.columns + ["credential_sha256"]
 
     package var storedValues: [SQLValue] {
         [
             .blob(keyID), .text(clientID), .blob(publicKey), .integer(Int64(counter)), .text(environment.rawValue), .blob(receipt),
             .text(status.rawValue), .integer(createdAt), .integer(updatedAt), .text(trustAnchor), SQLValue(appID),
-        ] + ReceiptState.storedValues(receiptState)
+        ] + ReceiptState.storedValues(receiptState) + [credentialSHA256.map { .blob($0) } ?? .null]
     }
 
     package init(row: inout SQLRowReader) throws(StorageError) {
@@ -89,7 +89,7 @@ extension DeviceRecord: StoredRecord {
             environment: try row.enumeration(AppAttestEnvironment.self), receipt: try row.blob(),
             status: try row.enumeration(DeviceStatus.self),
             createdAt: try row.int64(), updatedAt: try row.int64(), trustAnchor: try row.text(), appID: try row.optionalText(),
-            receiptState: try ReceiptState.read(&row))
+            receiptState: try ReceiptState.read(&row), credentialSHA256: try row.optionalBlob())
     }
 }
 

@@ -61,6 +61,14 @@ package struct IntegrationRecord: Sendable, Hashable {
     }
 }
 
+extension IntegrationRecord {
+    /// What an operator is shown: `revoked`, `suspended` or `active` (a suspended integration is
+    /// `active` in `status`, which says only whether it was revoked).
+    package var condition: String {
+        status == .revoked ? "revoked" : suspendedAt != nil ? "suspended" : "active"
+    }
+}
+
 /// An integration's policy on Apple's receipts and the fraud-risk metric.
 package struct IntegrationPolicy: Sendable, Hashable {
     /// Refuse an attestation whose receipt does not verify (with the receipt's check code).
@@ -72,9 +80,7 @@ package struct IntegrationPolicy: Sendable, Hashable {
 
     /// No requirement.
     package init(requireValidReceipt: Bool = false, maxRiskMetric: Int? = nil, maxNewKeysPerHour: Int? = nil) {
-        self.requireValidReceipt = requireValidReceipt
-        self.maxRiskMetric = maxRiskMetric
-        self.maxNewKeysPerHour = maxNewKeysPerHour
+        (self.requireValidReceipt, self.maxRiskMetric, self.maxNewKeysPerHour) = (requireValidReceipt, maxRiskMetric, maxNewKeysPerHour)
     }
 }
 
@@ -113,12 +119,9 @@ package struct ReceiptState: Sendable, Hashable {
 
     /// A receipt state.
     package init(verdict: ReceiptVerdict, type: ReceiptType?, createdAt: Int64?, expiresAt: Int64?, riskMetric: Int?, refreshedAt: Int64?) {
-        self.verdict = verdict
-        self.type = type
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.riskMetric = riskMetric
-        self.refreshedAt = refreshedAt
+        (self.verdict, self.type, self.createdAt, self.expiresAt, self.riskMetric, self.refreshedAt) = (
+            verdict, type, createdAt, expiresAt, riskMetric, refreshedAt
+        )
     }
 }
 
@@ -129,10 +132,7 @@ package struct DeviceSummary: Sendable, Equatable {
     package var liveTokens: Int
 
     /// A device and its live token count.
-    package init(device: DeviceRecord, liveTokens: Int) {
-        self.device = device
-        self.liveTokens = liveTokens
-    }
+    package init(device: DeviceRecord, liveTokens: Int) { (self.device, self.liveTokens) = (device, liveTokens) }
 }
 
 /// Whether a device key may still refresh tokens.
@@ -159,6 +159,9 @@ package struct DeviceRecord: Sendable, Hashable {
     package var appID: String?
     /// Its newest receipt's verdict and fields; nil for keys attested before attestd checked receipts.
     package var receiptState: ReceiptState?
+    /// SHA-256 of its credential certificate (the attestation's leaf), which every receipt stored
+    /// for it must name; nil for keys attested before attestd recorded it.
+    package var credentialSHA256: [UInt8]?
 
     /// Apple's App Attestation root's fingerprint, the anchor of every production device (and of
     /// keys attested before attestd recorded the anchor). A test compares it with `TrustAnchor`'s.
@@ -167,7 +170,7 @@ package struct DeviceRecord: Sendable, Hashable {
     package init(
         keyID: [UInt8], clientID: String, publicKey: [UInt8], counter: UInt32, environment: AppAttestEnvironment, receipt: [UInt8],
         status: DeviceStatus, createdAt: Int64, updatedAt: Int64, trustAnchor: String = DeviceRecord.appleRootAnchor,
-        appID: String? = nil, receiptState: ReceiptState? = nil
+        appID: String? = nil, receiptState: ReceiptState? = nil, credentialSHA256: [UInt8]? = nil
     ) {
         self.keyID = keyID
         self.clientID = clientID
@@ -181,6 +184,7 @@ package struct DeviceRecord: Sendable, Hashable {
         self.trustAnchor = trustAnchor
         self.appID = appID
         self.receiptState = receiptState
+        self.credentialSHA256 = credentialSHA256
     }
 }
 
@@ -197,13 +201,9 @@ package struct TokenRecord: Sendable, Hashable {
     package init(
         tokenHash: [UInt8], clientID: String, workspaceID: String, keyID: [UInt8], scope: String, issuedAt: Int64, expiresAt: Int64
     ) {
-        self.tokenHash = tokenHash
-        self.clientID = clientID
-        self.workspaceID = workspaceID
-        self.keyID = keyID
-        self.scope = scope
-        self.issuedAt = issuedAt
-        self.expiresAt = expiresAt
+        (self.tokenHash, self.clientID, self.workspaceID, self.keyID, self.scope, self.issuedAt, self.expiresAt) = (
+            tokenHash, clientID, workspaceID, keyID, scope, issuedAt, expiresAt
+        )
     }
 }
 
@@ -214,15 +214,23 @@ package struct ChallengeState: Sendable, Equatable {
     package var consumed: Bool
 
     package init(clientID: String, expiresAt: Int64, consumed: Bool) {
-        self.clientID = clientID
-        self.expiresAt = expiresAt
-        self.consumed = consumed
+        (self.clientID, self.expiresAt, self.consumed) = (clientID, expiresAt, consumed)
     }
+}
+
+/// At most `maximum` keys registered by one integration since `since` (`--max-new-keys-per-hour`).
+package struct NewKeyCap: Sendable, Equatable {
+    package var maximum: Int
+    package var since: Int64
+
+    package init(maximum: Int, since: Int64) { (self.maximum, self.since) = (maximum, since) }
 }
 
 /// The outcome of registering a device and minting its first token in one transaction.
 package enum RegistrationOutcome: Sendable, Equatable {
     case registered
+    /// The integration holds its cap of new keys; nothing else changed but the challenge, spent.
+    case newKeyCapReached
     /// The challenge was consumed by another request first; nothing else changed.
     case challengeUsed
     /// The integration was revoked before the transaction (re-checked inside it).
@@ -261,10 +269,7 @@ package struct StoreSnapshot: Sendable, Equatable {
         integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = [],
         adminKeys: [AdminKeyRecord] = []
     ) {
-        self.integrations = integrations
-        self.devices = devices
-        self.tokens = tokens
-        self.auditEntries = auditEntries
+        (self.integrations, self.devices, self.tokens, self.auditEntries) = (integrations, devices, tokens, auditEntries)
         self.adminKeys = adminKeys
     }
 }
@@ -286,11 +291,7 @@ package struct AuditEntry: Sendable, Equatable {
 
     /// An entry.
     package init(at: Int64, actor: String, action: AuditAction, target: String, detail: String, workspaceID: String? = nil) {
-        self.at = at
-        self.actor = actor
-        self.action = action
-        self.target = target
-        self.detail = detail
+        (self.at, self.actor, self.action, self.target, self.detail) = (at, actor, action, target, detail)
         self.workspaceID = workspaceID
     }
 }
@@ -326,12 +327,8 @@ package struct AuditNote<Outcome>: Sendable {
         at: Int64, actor: String, action: AuditAction, target: String, workspaceID: String? = nil,
         detail: @escaping @Sendable (Outcome) -> String?
     ) {
-        self.at = at
-        self.actor = actor
-        self.action = action
-        self.target = target
+        (self.at, self.actor, self.action, self.target, self.detail) = (at, actor, action, target, detail)
         self.workspaceID = workspaceID
-        self.detail = detail
     }
 
     /// The entry for `outcome`, or nil when it records none.
@@ -348,15 +345,16 @@ package struct StoreStatistics: Sendable, Equatable {
     package var activeDevices: Int
     /// Integrations revoked (permanently).
     package var revokedIntegrations: Int
+    /// Integrations suspended (not revoked).
+    package var suspendedIntegrations: Int = 0
     /// Bytes the database takes on disk (SQLite: the file and its WAL; PostgreSQL: the database).
     package var bytes: Int64
 
     /// Statistics with these values.
-    package init(activeIntegrations: Int, activeDevices: Int, revokedIntegrations: Int, bytes: Int64) {
-        self.activeIntegrations = activeIntegrations
-        self.activeDevices = activeDevices
-        self.revokedIntegrations = revokedIntegrations
-        self.bytes = bytes
+    package init(activeIntegrations: Int, activeDevices: Int, revokedIntegrations: Int, suspendedIntegrations: Int = 0, bytes: Int64) {
+        (self.activeIntegrations, self.activeDevices, self.revokedIntegrations, self.suspendedIntegrations, self.bytes) = (
+            activeIntegrations, activeDevices, revokedIntegrations, suspendedIntegrations, bytes
+        )
     }
 }
 
@@ -368,9 +366,7 @@ package struct RevocationSummary: Sendable, Equatable {
     package var devicesBlocked: Int
 
     package init(changed: Bool, tokensRevoked: Int, devicesBlocked: Int) {
-        self.changed = changed
-        self.tokensRevoked = tokensRevoked
-        self.devicesBlocked = devicesBlocked
+        (self.changed, self.tokensRevoked, self.devicesBlocked) = (changed, tokensRevoked, devicesBlocked)
     }
 }
 
@@ -381,8 +377,6 @@ package struct RefreshInputs: Sendable, Equatable {
     package var device: DeviceRecord?
 
     package init(integration: IntegrationRecord?, challenge: ChallengeState?, device: DeviceRecord?) {
-        self.integration = integration
-        self.challenge = challenge
-        self.device = device
+        (self.integration, self.challenge, self.device) = (integration, challenge, device)
     }
 }

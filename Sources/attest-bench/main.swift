@@ -42,16 +42,9 @@ struct BenchPlan {
 
     init(_ arguments: [String]) throws(UsageError) {
         let parsed = try Self.options.parse(arguments)
-        let seconds = parsed.value(Self.seconds).map { Double($0) } ?? 3
-        guard let seconds, seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds takes a number > 0") }
-        self.seconds = seconds
+        seconds = try parsed.decimal(Self.seconds, atLeast: 0.001) ?? 3
         caseID = parsed.value(Self.caseID) ?? "veehaitch_ios-14.4_attestation"
-        if let text = parsed.value(Self.iterations) {
-            guard let count = Int(text), count > 0 else { throw UsageError(message: "--iterations takes a whole number > 0") }
-            iterations = count
-        } else {
-            iterations = nil
-        }
+        iterations = try parsed.integer(Self.iterations, in: 1...Int.max)
         service = parsed.flag(Self.service)
     }
 }
@@ -104,7 +97,7 @@ if plan.service {
         guard let keyID = KeyID(device.keyID), let firstChallenge = Challenge(firstBytes) else { fail("bad synthetic device") }
         _ = try service.attest(
             AttestRequest(
-                clientID: clientID, keyID: keyID, attestation: try device.attestationObject(parts, pki: pki),
+                clientID: clientID, keyID: keyID, object: try device.attestationObject(parts, pki: pki),
                 challenge: firstChallenge),
             from: "bench")
         let refreshes = try rate(seconds: seconds) {
@@ -113,7 +106,7 @@ if plan.service {
             let assertion = try device.assertion(clientData: bytes, appID: appID)
             guard let presented = Challenge(bytes) else { fail("bad challenge") }
             _ = try service.refresh(
-                RefreshRequest(clientID: clientID, keyID: keyID, assertion: assertion, challenge: presented), from: "bench")
+                RefreshRequest(clientID: clientID, keyID: keyID, object: assertion, challenge: presented), from: "bench")
         }
         print("service_refreshes_per_second \(String(format: "%.1f", refreshes))  (includes signing the assertion)")
         exit(0)

@@ -43,7 +43,8 @@ final class RefreshWorld: Sendable {
             receipt: try receipts.receipt(appID: Self.appID, created: created, risk: 0, type: "ATTEST"),
             status: .active, createdAt: created, updatedAt: created, appID: Self.appID,
             receiptState: ReceiptState(
-                verdict: .valid, type: .attest, createdAt: created, expiresAt: created + 90 * 86_400, riskMetric: nil, refreshedAt: nil))
+                verdict: .valid, type: .attest, createdAt: created, expiresAt: created + 90 * 86_400, riskMetric: nil, refreshedAt: nil),
+            credentialSHA256: Digest.sha256(receipts.credentialCertificate))
         try store.restore(
             StoreSnapshot(
                 integrations: [
@@ -101,6 +102,44 @@ final class LogLines: Sendable {
 
 @Suite("Receipt refresher against a fake Apple")
 struct ReceiptRefresherTests {
+    @Test("200 with a receipt naming another credential certificate: refused and not stored (M3: receipts are bound to the key)")
+    func anotherDevicesReceipt() throws {
+        let world = try RefreshWorld(answer: HTTPResponse(status: 200))
+        let foreign = try world.receipts.receipt(
+            appID: RefreshWorld.appID, created: RefreshWorld.start - 60, risk: 1, certificate: world.receipts.pki.signer.derBytes)
+        world.fake.answer(with: HTTPResponse(status: 200, body: Array(Base64Text.encode(foreign).utf8)))
+        #expect(try world.refresher().runPass() == [.invalidReceipt: 1])
+        #expect(world.stored?.receipt == world.device.receipt)
+        #expect(world.stored?.receiptState == world.device.receiptState)
+        #expect(world.log.contains("receipt_certificate"))
+    }
+
+    @Test("a device without a recorded credential certificate, or whose receipt did not verify, is never sent to Apple")
+    func unboundDevicesAreNotCandidates() throws {
+        let world = try RefreshWorld(answer: HTTPResponse(status: 200))
+        // A second device like the first, but attested before attestd recorded credential certificates.
+        var unbound = world.device
+        unbound.keyID = [UInt8](repeating: 8, count: 32)
+        unbound.credentialSHA256 = nil
+        let challenge = [UInt8](repeating: 9, count: 32)
+        #expect(
+            try world.store.insertChallenge(
+                id: challenge, clientID: RefreshWorld.clientID, createdAt: RefreshWorld.start, expiresAt: RefreshWorld.start + 300))
+        let token = TokenRecord(
+            tokenHash: [UInt8](repeating: 5, count: 32), clientID: RefreshWorld.clientID, workspaceID: "w1", keyID: unbound.keyID,
+            scope: "messages", issuedAt: RefreshWorld.start, expiresAt: RefreshWorld.start + 3600)
+        #expect(
+            try world.store.registerDevice(unbound, firstToken: token, consumingChallenge: challenge, at: RefreshWorld.start) == .registered
+        )
+        #expect(try world.store.receiptRefreshCandidates(dueBefore: RefreshWorld.start, limit: 10).map(\.keyID) == [world.device.keyID])
+        var refused = world.device.receiptState
+        refused?.verdict = .refused(check: "receipt_certificate")
+        try world.store.updateReceipt(keyID: world.device.keyID, receipt: world.device.receipt, state: try #require(refused))
+        #expect(try world.store.receiptRefreshCandidates(dueBefore: RefreshWorld.start, limit: 10).isEmpty)
+        #expect(try world.refresher().runPass() == [:])
+        #expect(world.fake.requests.isEmpty)
+    }
+
     @Test("200: the new RECEIPT receipt is verified and stored with its risk metric; the JWT is what Apple expects")
     func refreshed() throws {
         let world = try RefreshWorld(answer: HTTPResponse(status: 200))

@@ -11,10 +11,15 @@ struct SyntheticReceipts {
 
     var verifier: ReceiptVerifier { ReceiptVerifier(anchor: .custom(pki.root)) }
 
+    /// The credential certificate the receipts name unless told otherwise (any DER stands in).
+    var credentialCertificate: [UInt8] { pki.intermediate.derBytes }
+
     /// A signed RECEIPT receipt for `appID` created at `created`, carrying `risk`.
-    func receipt(appID: String, created: Int64, risk: Int, type: String = "RECEIPT") throws -> [UInt8] {
+    /// Field 3, the credential certificate it names, is `certificate` (by default one fixed DER,
+    /// `credentialCertificate`).
+    func receipt(appID: String, created: Int64, risk: Int, type: String = "RECEIPT", certificate: [UInt8]? = nil) throws -> [UInt8] {
         let fields: [(Int, [UInt8])] = [
-            (17, Array(String(risk).utf8)), (6, Array(type.utf8)), (2, Array(appID.utf8)), (3, pki.intermediate.derBytes),
+            (17, Array(String(risk).utf8)), (6, Array(type.utf8)), (2, Array(appID.utf8)), (3, certificate ?? credentialCertificate),
             (4, [UInt8](repeating: 0xAB, count: 32)), (5, [UInt8](repeating: 0x11, count: 40)), (7, Array("sandbox".utf8)),
             (12, Array(Self.iso(created).utf8)), (19, Array(Self.iso(created + 86_400).utf8)),
             (21, Array(Self.iso(created + 90 * 86_400).utf8)),

@@ -140,12 +140,12 @@ struct MigratorTests {
             Violation(
                 name: "device counter above UInt32",
                 sql:
-                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 4294967296, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 4294967296, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
             ),
             Violation(
                 name: "device public key not 65 bytes",
                 sql:
-                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(64), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+                    "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(64), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
             ),
             Violation(
                 name: "token for a missing integration",
@@ -163,7 +163,7 @@ struct MigratorTests {
                 "INSERT INTO integrations VALUES ('c', 'ws', 'App', 'ABCDE12345', 'active', 'development,production', 1, NULL, NULL, NULL, 0, NULL, NULL)"
             )
             try database.execute(
-                "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
+                "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
             )
             try database.execute("INSERT INTO tokens VALUES (randomblob(32), 'c', 'ws', randomblob(32), 's', 1, 2)")
         }

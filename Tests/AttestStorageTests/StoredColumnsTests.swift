@@ -25,7 +25,8 @@ struct StoredColumnsTests {
         counter: UInt32.max, environment: .development, receipt: [0, 1, 2, 255], status: .revoked, createdAt: time, updatedAt: time + 2,
         trustAnchor: String(repeating: "cd", count: 32), appID: "ABCDE12345.com.example.a",
         receiptState: ReceiptState(
-            verdict: .valid, type: .receipt, createdAt: time - 100, expiresAt: time + 100, riskMetric: 42, refreshedAt: time + 3))
+            verdict: .valid, type: .receipt, createdAt: time - 100, expiresAt: time + 100, riskMetric: 42, refreshedAt: time + 3),
+        credentialSHA256: [UInt8](repeating: 0xC5, count: 32))
     static let deviceWithoutReceipt = DeviceRecord(
         keyID: [UInt8](repeating: 8, count: 32), clientID: "clid_full", publicKey: [0x04] + [UInt8](repeating: 1, count: 64), counter: 0,
         environment: .production, receipt: [], status: .active, createdAt: time + 1, updatedAt: time + 1)

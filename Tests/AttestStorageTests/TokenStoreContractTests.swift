@@ -590,3 +590,26 @@ extension StoreStatistics {
     /// Active integrations, active devices, revoked integrations.
     fileprivate var counts: [Int] { [activeIntegrations, activeDevices, revokedIntegrations] }
 }
+
+extension TokenStoreContractTests {
+    @Test(
+        "a cap of new keys holds under concurrent registrations: counted inside the registering transaction (L2)",
+        arguments: StoreBackend.available)
+    func newKeyCapUnderConcurrency(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let stores = try (0..<4).map { _ in try world.otherNode() }
+        let challenges = try (UInt8(100)..<116).map { try world.challenge($0) }
+        let outcomes = Mutex<[RegistrationOutcome]>([])
+        DispatchQueue.concurrentPerform(iterations: challenges.count) { index in
+            let seed = UInt8(100 + index)
+            let outcome = try? stores[index % stores.count].registerDevice(
+                world.device(seed), firstToken: world.token(seed, keySeed: seed), consumingChallenge: challenges[index], at: Self.time,
+                newKeyCap: NewKeyCap(maximum: 5, since: Self.time - 3600))
+            outcomes.withLock { $0.append(outcome ?? .challengeUsed) }
+        }
+        let all = outcomes.withLock { $0 }
+        #expect(all.filter { $0 == .registered }.count == 5)
+        #expect(all.filter { $0 == .newKeyCapReached }.count == 11)
+        #expect(try world.store.newKeyCount(clientID: world.integration.clientID, since: 0) == 5)
+    }
+}

@@ -1,4 +1,4 @@
--- 0008_admin_keys: the workspace admins' side (the admin API and the console).
+-- 0009_admin_keys: the workspace admins' side (the admin API and the console).
 --   admin_keys: one row per admin key: its public ID (admk_ + 16 hex digits), the SHA-256 of the
 --     secret (adm_ + 256 random bits, shown once and never stored), its workspace, role and name
 --     (the audit log's actor), and when it was revoked (refused from the next request on).
