@@ -38,6 +38,25 @@ struct AdminKeyStoreTests {
         #expect(try store.activeAdminKey(hash: key.keyHash) == nil)
         #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == nil)
         #expect(try store.adminKey(id: key.id)?.revokedAt == Self.time + 1)
+        // The revocation deleted the key's session rows too.
+        #expect(try !store.deleteAdminSession(hash: session.sessionHash))
+        withExtendedLifetime(location) {}
+    }
+
+    @Test(
+        "a session row whose key is revoked is dead even if the row survived (the lookup checks the key)", arguments: StoreBackend.available
+    )
+    func sessionOfRevokedKeyRow(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        // A revoked key whose session row is still there (as a copy or an older attestd could leave).
+        var key = Self.key("admk_r", 3)
+        key.revokedAt = Self.time
+        try store.insertAdminKey(key, audit: nil)
+        let session = AdminSessionRecord(
+            sessionHash: [UInt8](repeating: 8, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
+        try store.insertAdminSession(session, audit: nil)
+        #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == nil)
         withExtendedLifetime(location) {}
     }
 
