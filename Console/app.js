@@ -3,6 +3,7 @@ import { currentSession, signIn, signOut, APIError } from "./api.js";
 import { h, show, toast } from "./dom.js";
 import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
 import { auditScreen } from "./audit.js";
+import { keysScreen } from "./keys.js";
 
 let session = null;
 
@@ -52,6 +53,7 @@ function chrome() {
   const nav = document.getElementById("nav");
   const signedIn = session !== null;
   who.hidden = out.hidden = nav.hidden = !signedIn;
+  document.getElementById("nav-keys").hidden = !(signedIn && session.can_manage_keys);
   if (signedIn) {
     who.replaceChildren(
       h("span", { class: "workspace" }, session.workspace_id), " · ", session.name, " · ",
@@ -77,6 +79,9 @@ async function route() {
     if (parts[0] === "audit") {
       markSection("audit");
       await auditScreen();
+    } else if (parts[0] === "keys") {
+      markSection("keys");
+      await keysScreen(session);
     } else if (parts[0] === "integrations" && parts[1] === "new") {
       markSection("integrations");
       await createScreen(session);

@@ -4,10 +4,11 @@ a real attestd (the binaries of $ATTESTD_BIN) on loopback, with synthetic device
 simulate`. Run by scripts/check-console, which makes the virtualenv; prints PASS/FAIL lines and
 "N passed, N failed".
 
-As a workspace owner: sign in, create an integration (first with a bad Team ID: the message shows),
-copy its client ID, run devices against it, see them in Devices, block one, revoke the integration with
-the confirmation (the typed name), see it revoked and its devices' tokens refused by /v1/authorize, read
-the audit log, sign out. As a developer: no create, revoke or block control. Then a creation with the
+As a workspace owner (its key from attestctl): sign in, create an integration (first with a bad Team ID:
+the message shows), copy its client ID, run devices against it, see them in Devices, suspend and resume
+it, block one device, revoke the integration with the confirmation (the typed name), see it revoked and
+its devices' tokens refused by /v1/authorize, read the audit log, create a developer key in Admin keys,
+sign out. As that developer: no create, revoke, block or key control. Then a creation with the
 keyboard only. No page may log an error (a CSP violation included). Screenshots go to --artifacts.
 """
 
@@ -151,6 +152,18 @@ def owner_flow(t, browser, args, attestd, work):
     t.check(len(rows) == 3 and all("active" in row.text.lower() for row in rows), "Devices lists the 3 devices, active, with their live tokens",
             "%d rows" % len(rows))
     browser.shot("devices.png")
+
+    browser.driver.find_element(By.LINK_TEXT, "Overview").click()
+    browser.wait(lambda d: d.find_element(By.ID, "suspend")).click()
+    browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "suspended")
+    suspended = [authorize(attestd.port, token) for token in tokens]
+    browser.wait(lambda d: d.find_element(By.ID, "resume")).click()
+    browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "active")
+    resumed = [authorize(attestd.port, token) for token in tokens]
+    t.check(suspended == [401] * 3 and resumed == [200] * 3, "Suspend refuses the devices' tokens and Resume lets them through again",
+            "suspended %s, resumed %s" % (suspended, resumed))
+    browser.driver.find_element(By.LINK_TEXT, "Devices").click()
+    rows = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]"))
     rows[0].find_element(By.TAG_NAME, "button").click()
     browser.wait(lambda d: d.find_element(By.ID, "confirm").is_displayed())
     browser.find("#confirm-ok").click()
@@ -181,6 +194,19 @@ def owner_flow(t, browser, args, attestd, work):
     t.check("integration.revoke" in audit and "device.block" in audit and "Olivia (owner)" in audit,
             "the audit log shows the changes under the key's name")
     browser.shot("audit.png")
+    browser.driver.find_element(By.LINK_TEXT, "Admin keys").click()
+    browser.wait_heading("Admin keys")
+    offered = [o.get_attribute("value") for o in browser.driver.find_elements(By.CSS_SELECTOR, "#key-role option")]
+    t.check("owner" in offered and "primary_owner" not in offered, "an owner may create keys up to the owner role, not above",
+            ", ".join(offered))
+    browser.find("#key-name").send_keys("Devon (developer)")
+    browser.find("#create-key").click()
+    secret = browser.wait(lambda d: d.find_element(By.ID, "new-key").get_attribute("value"))
+    listed = browser.find("main table").text
+    t.check(secret.startswith("adm_") and "Devon (developer)" in listed and secret not in listed,
+            "Admin keys creates a developer key, shown once, listed without its secret")
+    args.developer_key = secret
+    browser.shot("admin-keys.png")
     browser.driver.find_element(By.LINK_TEXT, "App integrations").click()
     browser.wait_heading("App integrations")
     browser.shot("integrations.png")
@@ -194,7 +220,8 @@ def developer_flow(t, browser, args, client_id):
     browser.sign_in(args.developer_key)
     listed = browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main table")).text
     t.check("Messages" in listed and not browser.present("#create-integration"),
-            "a developer sees the integrations but no Create app integration control")
+            "a developer (the key the owner made in the console) sees the integrations but no Create app integration control")
+    t.check(not browser.find("#nav-keys").is_displayed(), "a developer has no Admin keys screen")
     browser.driver.get(browser.base + "/console/#/integrations/" + client_id)
     browser.wait(lambda d: d.find_element(By.ID, "client-id"))
     t.check(not browser.present("#revoke") and not browser.present("#suspend"), "a developer's Overview has no Revoke or Suspend control")
@@ -265,12 +292,9 @@ def main():
     if not t.check(attestd.started() and attestd.admin_port, "attestd starts with its admin listener on loopback",
                    attestd.log_text()[-600:]):
         return t.finish()
-    keys = {}
-    for role, name in (("owner", "Olivia (owner)"), ("developer", "Devon (developer)")):
-        made = run([attestctl, "admin-key", "create", "--db", db, "--workspace", "ws_console", "--role", role, "--name", name])
-        keys[role] = made.stdout.strip()
-    args.owner_key, args.developer_key = keys["owner"], keys["developer"]
-    t.check(all(k.startswith("adm_") for k in keys.values()), "attestctl admin-key create makes an owner and a developer key")
+    made = run([attestctl, "admin-key", "create", "--db", db, "--workspace", "ws_console", "--role", "owner", "--name", "Olivia (owner)"])
+    args.owner_key = made.stdout.strip()
+    t.check(args.owner_key.startswith("adm_"), "attestctl admin-key create makes the workspace's first owner key", made.stderr[-300:])
     base = "http://%s:%d" % (HOST, attestd.admin_port)
     with urllib.request.urlopen(base + "/console/", timeout=5) as response:
         headers = response.headers
