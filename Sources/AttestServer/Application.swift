@@ -29,6 +29,10 @@ package final class Application: Sendable {
     /// Why attestd refused to start (exit 1 with the message).
     package struct StartupError: Error, CustomStringConvertible {
         package let description: String
+        /// Whether trying again later may succeed (the port is still held by a process that is
+        /// stopping): attestd then exits 75 (EX_TEMPFAIL), which systemd restarts; a configuration
+        /// error exits 1, which the unit does not restart.
+        package var isTransient = false
     }
 
     /// Opens everything but the listener. Refuses to start on a corrupt or newer database, or an
@@ -46,18 +50,35 @@ package final class Application: Sendable {
         }
         do {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
+            // A PostgreSQL server that does not answer at start is retried in the background: the
+            // node runs and answers 503 (readiness too) until it does, rather than exit and leave
+            // systemd to give up on it.
             store = try TokenStores.open(
                 configuration.database, connections: configuration.workerThreads,
-                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now()
-            ) { migration, took in
-                // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
-                logger.log(
-                    .info, "migration applied",
-                    [
-                        "migration.id": .int(migration.id), "migration.name": .string(migration.name),
-                        "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
-                    ])
-            }
+                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), now: { clock.now() },
+                report: { migration, took in
+                    // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
+                    logger.log(
+                        .info, "migration applied",
+                        [
+                            "migration.id": .int(migration.id), "migration.name": .string(migration.name),
+                            "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
+                        ])
+                },
+                events: { event in
+                    switch event {
+                    case .waiting(let error):
+                        logger.log(
+                            .error, "the database does not answer: serving 503 and retrying every 2 s",
+                            ["db": .string(configuration.database.redacted), "error": .string(error.reason)])
+                    case .ready:
+                        logger.log(.info, "the database answers: migrated, serving", ["db": .string(configuration.database.redacted)])
+                    case .refused(let error):
+                        logger.log(
+                            .error, "the database answered but cannot be used: serving 503 until attestd is fixed and restarted",
+                            ["db": .string(configuration.database.redacted), "error": .string(error.reason)])
+                    }
+                })
         } catch {
             throw StartupError(
                 description:

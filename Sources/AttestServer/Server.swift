@@ -38,7 +38,9 @@ package final class Server: Sendable {
             http = try HTTPServer(configuration: httpConfiguration, responder: application.router)
         } catch {
             application.close()
-            throw Application.StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw Application.StartupError(
+                description: "cannot listen on \(configuration.host):\(configuration.port): \(error)",
+                isTransient: error.code == .bindFailed)
         }
         if http.connectionLimit < httpConfiguration.connectionLimit {
             logger.log(

@@ -57,7 +57,8 @@ do {
     running.withLock { $0 = server }
 } catch {
     logger.log(.error, "refusing to start", ["error": .string(error.description)])
-    exit(1)
+    // 75 (EX_TEMPFAIL): worth a retry, the unit restarts it; 1: fix the configuration first.
+    exit(error.isTransient ? 75 : 1)
 }
 
 // Expired challenges and tokens are purged periodically. On the main queue: this closure is
