@@ -28,6 +28,14 @@ enum Trace {
         let retryAfter: String?
         let body: [UInt8]
         let milliseconds: Int64
+
+        /// The problem's `code` and `reason` (nil for a 200 or a body that is no problem).
+        var problem: (code: String?, reason: String?) {
+            struct Problem: Decodable { let code: String?, reason: String? }
+            guard status != 200, let problem = try? JSONDecoder().decode(Problem.self, from: Data(body)) else { return (nil, nil) }
+            return (problem.code, problem.reason)
+        }
+        var reason: String? { problem.reason }
     }
 
     static func run(flow: DeviceFlow, ports: [UInt16], devices: Int, seconds: Double) {
@@ -44,8 +52,9 @@ enum Trace {
                     return
                 }
                 var token: String?
+                var registered = false
                 while ContinuousClock.now < deadline {
-                    let ok = token == nil ? register(device, flow, &node, &token) : refresh(&device, flow, &node, &token)
+                    let ok = !registered ? register(device, flow, &node, &token, &registered) : refresh(&device, flow, &node, &token)
                     if let current = token {
                         let request = DeviceRequest(
                             method: "GET", target: "/v1/authorize", headers: [("Authorization", "Bearer \(current)")], body: [])
@@ -59,15 +68,20 @@ enum Trace {
         group.wait()
     }
 
-    /// Challenge and /v1/attest; sets `token` on success.
-    static func register(_ device: SyntheticDevice, _ flow: DeviceFlow, _ node: inout Node, _ token: inout String?) -> Bool {
+    /// Challenge and /v1/attest; sets `token` on success, and `registered` (the result) also on a
+    /// 409 `key_already_registered`: an earlier attestation committed although its answer was lost
+    /// (a timeout), and the device goes on to refresh.
+    static func register(
+        _ device: SyntheticDevice, _ flow: DeviceFlow, _ node: inout Node, _ token: inout String?, _ registered: inout Bool
+    ) -> Bool {
         guard let issued = challenge(flow, &node, device), let request = try? flow.attestRequest(device, answering: issued) else {
             return false
         }
         let answer = node.send(request)
         token = minted(answer)
+        registered = token != nil || (answer.status == 409 && answer.reason == "key_already_registered")
         node.record("attest", answer, device: device, token: token)
-        return token != nil
+        return registered
     }
 
     /// Challenge, assertion with the next counter and /v1/token; sets `token` on success.
@@ -133,10 +147,9 @@ enum Trace {
         }
 
         func record(_ step: String, _ answer: Answer, device: SyntheticDevice, counter: UInt32? = nil, token: String? = nil) {
-            struct Problem: Decodable { let code: String?, reason: String? }
-            let problem = answer.status == 200 ? nil : try? JSONDecoder().decode(Problem.self, from: Data(answer.body))
+            let problem = answer.problem
             print([
-                "step": step, "status": answer.status, "retry_after": answer.retryAfter, "code": problem?.code, "reason": problem?.reason,
+                "step": step, "status": answer.status, "retry_after": answer.retryAfter, "code": problem.code, "reason": problem.reason,
                 "ms": answer.milliseconds,
                 "key_id": Hex.encode(device.keyID), "counter": counter, "token": token,
             ])
