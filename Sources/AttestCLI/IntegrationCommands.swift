@@ -205,7 +205,7 @@ enum IntegrationCommands {
             } else {
                 for record in records {
                     io.standardOutput(
-                        "\(record.clientID)  \(record.status.rawValue)  \(record.workspaceID)  \(record.teamID)  \(record.name)\n")
+                        "\(record.clientID)  \(record.condition)  \(record.workspaceID)  \(record.teamID)  \(record.name)\n")
                 }
             }
             return ExitCode.success
@@ -218,13 +218,18 @@ enum IntegrationCommands {
                 io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
                 return ExitCode.failure
             }
+            let fraudKeyID = try admin.fraudKeyID(clientID: record.clientID)
             if options.flag(json) {
-                io.standardOutput(IntegrationJSON.encode(record))
+                guard case .object(let members) = IntegrationJSON.value(record) else { return ExitCode.failure }
+                let fraudKey = JSONValue.Member("fraud_key_id", fraudKeyID.map(JSONValue.string) ?? .null)
+                io.standardOutput(IntegrationJSON.encode(.object((members + [fraudKey]).sorted { $0.key < $1.key })))
             } else {
+                let since = record.revokedAt ?? record.suspendedAt
                 io.standardOutput(
                     """
                     client_id:    \(record.clientID)
-                    status:       \(record.status.rawValue)\(record.revokedAt.map { " (since \($0))" } ?? "")\(record.suspendedAt.map { ", suspended since \($0)" } ?? "")
+                    status:       \(record.condition)\(since.map { " (since \($0))" } ?? "")
+                    fraud_key:    \(fraudKeyID.map { "\($0) (set: receipts are refreshed)" } ?? "none")
                     workspace:    \(record.workspaceID)
                     name:         \(record.name)
                     team_id:      \(record.teamID)
@@ -248,7 +253,7 @@ enum IntegrationJSON {
             ("max_new_keys_per_hour", record.policy.maxNewKeysPerHour), ("max_risk_metric", record.policy.maxRiskMetric),
             ("name", record.name),
             ("require_valid_receipt", record.policy.requireValidReceipt),
-            ("revoked_at", record.revokedAt), ("status", record.status.rawValue), ("suspended_at", record.suspendedAt),
+            ("revoked_at", record.revokedAt), ("status", record.condition), ("suspended_at", record.suspendedAt),
             ("team_id", record.teamID), ("workspace_id", record.workspaceID),
         ])
     }

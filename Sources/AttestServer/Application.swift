@@ -48,7 +48,16 @@ package final class Application: Sendable {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
             store = try TokenStores.open(
                 configuration.database, connections: configuration.workerThreads,
-                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
+                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now()
+            ) { migration, took in
+                // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
+                logger.log(
+                    .info, "migration applied",
+                    [
+                        "migration.id": .int(migration.id), "migration.name": .string(migration.name),
+                        "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
+                    ])
+            }
         } catch {
             throw StartupError(
                 description:
@@ -130,6 +139,7 @@ package final class Application: Sendable {
                     ("attestd_active_integrations", "Integrations not revoked.", statistics.activeIntegrations),
                     ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
+                    ("attestd_suspended_integrations", "Integrations suspended (not revoked).", statistics.suspendedIntegrations),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]

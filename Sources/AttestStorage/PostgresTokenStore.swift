@@ -31,15 +31,15 @@ package final class PostgresTokenStore: SQLTokenStore {
     /// Connects, then applies the embedded migrations under the advisory lock. Throws
     /// `unavailable` when the server cannot be reached, `migrationUnknown` when a newer binary
     /// migrated the database: the caller must refuse to start.
-    package convenience init(settings: PostgresSettings, migrateAt time: Int64) throws(StorageError) {
+    package convenience init(settings: PostgresSettings, migrateAt time: Int64, report: MigrationReport? = nil) throws(StorageError) {
         self.init(unconnected: settings)
-        try migrate(at: time)
+        try migrate(at: time, report: report)
     }
 
     /// Applies the migrations the database lacks, under the advisory lock.
     @discardableResult
-    package func migrate(at time: Int64) throws(StorageError) -> [Migration] {
-        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator().migrate(connection, at: time) }
+    package func migrate(at time: Int64, report: MigrationReport? = nil) throws(StorageError) -> [Migration] {
+        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator(report: report).migrate(connection, at: time) }
     }
 
     /// Opens the store without migrating (attestctl): `schemaBehind` or `migrationUnknown` when
@@ -272,6 +272,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
                (SELECT count(*) FROM devices WHERE status = 'active'),
                (SELECT count(*) FROM integrations WHERE status = 'revoked'),
+               (SELECT count(*) FROM integrations WHERE status = 'active' AND suspended_at IS NOT NULL),
                pg_database_size(current_database())
         """)
 
@@ -280,7 +281,15 @@ package final class PostgresTokenStore: SQLTokenStore {
         guard let row else { throw .statementFailed("the statistics answered no row") }
         return StoreStatistics(
             activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
-            bytes: try row.int64(3))
+            suspendedIntegrations: Int(try row.int64(3)),
+            bytes: try row.int64(4))
+    }
+
+    package func backup(to path: String) throws(StorageError) {
+        let snapshot = try snapshot(at: 0)
+        let copy = try SQLiteTokenStore(path: path, readerCount: 1, migrateAt: 0)
+        try copy.restore(snapshot)
+        try copy.close()
     }
 
     package func close() throws(StorageError) { pool.closeIdleConnections() }

@@ -31,12 +31,13 @@ package final class SQLiteTokenStore: SQLTokenStore {
     /// Throws `corrupt`, `migrationUnknown` (a newer binary wrote it) or an I/O code: the caller
     /// must refuse to start.
     package init(
-        path: String, readerCount: Int = 2, busyTimeout: Duration = .milliseconds(2000), migrateAt time: Int64
+        path: String, readerCount: Int = 2, busyTimeout: Duration = .milliseconds(2000), migrateAt time: Int64,
+        report: MigrationReport? = nil
     ) throws(StorageError) {
         self.path = path
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
         try database.cheapCheck()
-        _ = try Migrator().migrate(database, at: time)
+        _ = try Migrator(report: report).migrate(database, at: time)
         writer = Connection(database)
         var readers: [Connection] = []
         for _ in 0..<max(1, readerCount) {
@@ -115,6 +116,11 @@ package final class SQLiteTokenStore: SQLTokenStore {
 
     // MARK: What only SQLite does
 
+    package func backup(to path: String) throws(StorageError) {
+        // On a reader: VACUUM INTO reads one snapshot of the database while writers go on.
+        try perform(.read) { session throws(StorageError) in _ = try session.rows(SQLStatement("VACUUM INTO ?"), [.text(path)]) }
+    }
+
     package func close() throws(StorageError) {
         try writer.use { database throws(StorageError) in
             // TRUNCATE: every page of the log goes into the file and the log is cut to zero bytes,
@@ -140,6 +146,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         SELECT (SELECT count(*) FROM integrations WHERE status = 'active'),
                (SELECT count(*) FROM devices WHERE status = 'active'),
                (SELECT count(*) FROM integrations WHERE status = 'revoked'),
+               (SELECT count(*) FROM integrations WHERE status = 'active' AND suspended_at IS NOT NULL),
                (SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size())
         """)
 
@@ -148,6 +155,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         guard let row else { throw .statementFailed("the statistics answered no row") }
         return StoreStatistics(
             activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
-            bytes: try row.int64(3) + FileSize.of(path + "-wal"))
+            suspendedIntegrations: Int(try row.int64(3)),
+            bytes: try row.int64(4) + FileSize.of(path + "-wal"))
     }
 }

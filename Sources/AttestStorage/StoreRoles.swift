@@ -101,6 +101,10 @@ package protocol AdminStore: Sendable {
     func setFraudKey(
         clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64, audit: AuditNote<Void>?
     ) throws(StorageError) -> Bool?
+    /// The integration's DeviceCheck key ID and sealed key.
+    func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])?
+    /// A consistent copy of the whole database in a new SQLite file (see `StoreMaintenance.backup`).
+    func backup(to path: String) throws(StorageError)
     /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.
     func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
 }
@@ -129,6 +133,10 @@ package protocol StoreMaintenance: Sendable {
     func statistics() throws(StorageError) -> StoreStatistics
     /// Reads every integration, device, token unexpired at `time` and audit entry, consistently (one transaction).
     func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot
+    /// Writes a consistent copy of the whole database, taken online, to a new SQLite file at `path`
+    /// (which must not exist, or be empty): SQLite's `VACUUM INTO`; for PostgreSQL a snapshot
+    /// written into a new SQLite database (`attestctl store copy` restores it into any store).
+    func backup(to path: String) throws(StorageError)
     /// Writes `snapshot` into this store in one transaction; `notEmpty` (and nothing written)
     /// when the store holds any integration already.
     func restore(_ snapshot: StoreSnapshot) throws(StorageError)

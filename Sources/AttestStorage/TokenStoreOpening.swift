@@ -4,14 +4,14 @@ package enum TokenStores {
     /// Opens and migrates the store (attestd): SQLite with `busyTimeout` and two readers, or a
     /// PostgreSQL pool of `connections`.
     package static func open(
-        _ location: StoreLocation, connections: Int, busyTimeout: Duration, migrateAt time: Int64
+        _ location: StoreLocation, connections: Int, busyTimeout: Duration, migrateAt time: Int64, report: MigrationReport? = nil
     ) throws(StorageError) -> any TokenStore {
         switch location {
         case .sqlite(let path):
-            return try SQLiteTokenStore(path: path, busyTimeout: busyTimeout, migrateAt: time)
+            return try SQLiteTokenStore(path: path, busyTimeout: busyTimeout, migrateAt: time, report: report)
         case .postgresql(var settings):
             settings.poolSize = max(1, connections)
-            return try PostgresTokenStore(settings: settings, migrateAt: time)
+            return try PostgresTokenStore(settings: settings, migrateAt: time, report: report)
         }
     }
 

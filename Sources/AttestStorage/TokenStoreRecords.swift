@@ -61,6 +61,14 @@ package struct IntegrationRecord: Sendable, Hashable {
     }
 }
 
+extension IntegrationRecord {
+    /// What an operator is shown: `revoked`, `suspended` or `active` (a suspended integration is
+    /// `active` in `status`, which says only whether it was revoked).
+    package var condition: String {
+        status == .revoked ? "revoked" : suspendedAt != nil ? "suspended" : "active"
+    }
+}
+
 /// An integration's policy on Apple's receipts and the fraud-risk metric.
 package struct IntegrationPolicy: Sendable, Hashable {
     /// Refuse an attestation whose receipt does not verify (with the receipt's check code).
@@ -322,13 +330,15 @@ package struct StoreStatistics: Sendable, Equatable {
     package var activeDevices: Int
     /// Integrations revoked (permanently).
     package var revokedIntegrations: Int
+    /// Integrations suspended (not revoked).
+    package var suspendedIntegrations: Int = 0
     /// Bytes the database takes on disk (SQLite: the file and its WAL; PostgreSQL: the database).
     package var bytes: Int64
 
     /// Statistics with these values.
-    package init(activeIntegrations: Int, activeDevices: Int, revokedIntegrations: Int, bytes: Int64) {
-        (self.activeIntegrations, self.activeDevices, self.revokedIntegrations, self.bytes) = (
-            activeIntegrations, activeDevices, revokedIntegrations, bytes
+    package init(activeIntegrations: Int, activeDevices: Int, revokedIntegrations: Int, suspendedIntegrations: Int = 0, bytes: Int64) {
+        (self.activeIntegrations, self.activeDevices, self.revokedIntegrations, self.suspendedIntegrations, self.bytes) = (
+            activeIntegrations, activeDevices, revokedIntegrations, suspendedIntegrations, bytes
         )
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 
 // Wiring only: configuration from flags and environment, the server, and the signals that stop it.
 
-let version = "0.1.0"
+let version = BuildVersion.current
 
 // Why: the database (and its -wal and -shm files) holds device keys and token hashes; whatever
 // umask attestd was started with, the files it creates are its own user's only (0600).

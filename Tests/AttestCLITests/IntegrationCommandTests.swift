@@ -193,6 +193,28 @@ struct IntegrationCommandTests {
         #expect(lines[3].contains("carol (attestctl)  integration.resume"))
     }
 
+    @Test("a suspended integration is shown as suspended by list, show and --json; show says whether a fraud key is set")
+    func suspendedIsVisible() throws {
+        let console = Console()
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(Console().run(["integration", "suspend", clientID, "--db", database]) == 0)
+        let list = Console()
+        #expect(list.run(["integration", "list", "--db", database]) == 0)
+        #expect(list.out.withLock { $0 }.contains("\(clientID)  suspended  "))
+        let show = Console()
+        #expect(show.run(["integration", "show", clientID, "--db", database]) == 0)
+        #expect(show.out.withLock { $0 }.contains("status:       suspended (since "))
+        #expect(show.out.withLock { $0 }.contains("fraud_key:    none"))
+        let json = Console()
+        #expect(json.run(["integration", "show", clientID, "--db", database, "--json"]) == 0)
+        #expect(json.json["status"] as? String == "suspended")
+        #expect(json.json["fraud_key_id"] is NSNull)
+        let store = try TokenStores.openExisting(.sqlite(path: database), busyTimeout: .seconds(1))
+        #expect(try store.statistics().suspendedIntegrations == 1)
+        #expect(try store.statistics().activeIntegrations == 1)
+    }
+
     @Test("--max-live-tokens-per-device is stored with the integration")
     func maxLiveTokens() throws {
         let console = Console()

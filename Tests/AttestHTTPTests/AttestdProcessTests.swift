@@ -96,6 +96,10 @@ struct AttestdProcessTests {
         #expect(bad.status == 64)
         #expect(bad.log.contains("usage: attestd"))
         #expect(try AttestdProcess(arguments: ["--help"], directory: directory).finish().status == 0)
+        let version = try AttestdProcess(arguments: ["--version"], directory: directory).finish()
+        #expect(version.status == 0)
+        #expect(version.log.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("attestd.sqlite").path))
     }
 
     @Test("refuses to start on a database with a migration it does not know")
