@@ -136,7 +136,8 @@ let package = Package(
         .testTarget(
             name: "AttestCLITests",
             dependencies: [
-                "AttestCLI", "AttestServer", "AttestObservability", "AttestService", "AttestStorage", "AttestCrypto", "AttestTesting",
+                "AttestCLI", "AttestOptions", "AttestServer", "AttestObservability", "AttestService", "AttestStorage", "AttestCrypto",
+                "AttestTesting",
             ],
             swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),

@@ -34,7 +34,7 @@ package struct AttestCtl: Sendable {
         IntegrationCommands.resume, PolicyCommands.update, FraudKeyCommands.setFraudKey, PolicyCommands.list,
         PolicyCommands.show, IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList,
         AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.revoke, StoreCommands.migrate, StoreCommands.check,
-        StoreCommands.copy, SimulateCommand.command,
+        StoreCommands.copy, StoreCommands.backup, SimulateCommand.command,
     ]
 
     let io: ToolIO
@@ -48,6 +48,10 @@ package struct AttestCtl: Sendable {
         if arguments.isEmpty {
             io.standardError(Self.overview)
             return ExitCode.usage
+        }
+        if arguments == ["--version"] {
+            io.standardOutput("attestctl \(BuildVersion.current)\n")
+            return ExitCode.success
         }
         if ["help", "--help", "-h"].contains(arguments[0]) {
             let topic = arguments.dropFirst().filter { !$0.hasPrefix("-") }

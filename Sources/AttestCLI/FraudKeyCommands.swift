@@ -12,7 +12,8 @@ enum FraudKeyCommands {
     static let keyID = OptionSpec(
         "key-id", value: "KID", help: "the DeviceCheck key's ID (10 of A-Z 0-9, as Apple shows it)", required: true)
     static let keyFile = OptionSpec(
-        "key-file", value: "AuthKey.p8", help: "the DeviceCheck private key Apple let you download (PKCS#8 PEM, P-256)", required: true)
+        "key-file", value: "AuthKey.p8",
+        help: "the DeviceCheck private key Apple let you download (PKCS#8 PEM, P-256); - reads it from standard input", required: true)
     static let secretsKeyFile = OptionSpec(
         "secrets-key-file", value: "FILE", help: "the 64 hex digits attestd's --secrets-key-file holds (openssl rand -hex 32)",
         required: true, environment: "ATTESTD_SECRETS_KEY_FILE")
@@ -34,7 +35,9 @@ enum FraudKeyCommands {
         let pemBytes: [UInt8]
         let secretsBytes: [UInt8]
         do {
-            pemBytes = try io.readFile(keyPath)
+            // `-`: standard input, so that `sudo -u attestd attestctl ... --key-file - < AuthKey.p8`
+            // reads a key the attestd user could not open in the operator's own directory.
+            pemBytes = keyPath == "-" ? io.readStandardInput() : try io.readFile(keyPath)
         } catch {
             io.standardError("attestctl integration set-fraud-key: cannot read \(keyPath)\n")
             return ExitCode.failure

@@ -1,7 +1,9 @@
 import AttestCrypto
 import AttestOptions
+import AttestService
 import AttestStorage
 import Foundation
+import Glibc
 
 /// `attestctl migrate` and `attestctl store copy`: the only commands that change a schema.
 enum StoreCommands {
@@ -30,6 +32,41 @@ enum StoreCommands {
         } catch {
             io.standardError("attestctl check: \(error.reason)\n")
             return ExitCode.failure
+        }
+    }
+
+    static let backupFile = OptionSpec(
+        "to", value: "FILE", help: "the backup file to write (a new SQLite database, mode 0600; it must not exist)", required: true)
+
+    static let backup = Command(
+        path: ["store", "backup"],
+        summary: "Write a consistent copy of the live database to a new SQLite file, online, mode 0600 (restore with store copy).",
+        options: [IntegrationCommands.database, backupFile, IntegrationCommands.actor, IntegrationCommands.json], run: runBackup)
+
+    static func runBackup(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let path = options.required(backupFile)
+        // Created here, exclusively and 0600, before anything is written into it: an existing file
+        // is never overwritten, and the copy is never readable by others, whatever the umask.
+        let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            io.standardError("attestctl store backup: cannot create \(path): \(String(cString: strerror(errno))) (it must not exist)\n")
+            return ExitCode.failure
+        }
+        close(descriptor)
+        return IntegrationCommands.administering("store backup", options, io) { admin throws(ServiceError) -> Int32 in
+            do throws(ServiceError) {
+                try admin.backup(to: path)
+            } catch {
+                try? FileManager.default.removeItem(atPath: path)
+                throw error
+            }
+            let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+            if options.flag(IntegrationCommands.json) {
+                io.standardOutput(JSONText.render(.object([("backup", path), ("bytes", bytes)]), pretty: true) + "\n")
+            } else {
+                io.standardOutput("backed up to \(path) (\(bytes) bytes, mode 0600)\n")
+            }
+            return ExitCode.success
         }
     }
 

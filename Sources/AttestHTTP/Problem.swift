@@ -109,6 +109,10 @@ struct Problem: Error, Sendable {
         code = .service(error.code)
         subcode = .service(error.subcode)
         switch error.code {
+        case .storageUnavailable where error.subcode == .clockSkew:
+            // Logged once per measurement by the clock check, not once per refused request.
+            reason = "this node's clock disagrees with the database's; retry later or on another node"
+            internalReason = nil
         case .storageUnavailable:
             reason = "storage is unavailable; retry later"
             internalReason = error.reason

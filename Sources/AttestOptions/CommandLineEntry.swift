@@ -18,6 +18,10 @@ package enum CommandLineEntry {
             FileHandle.standardOutput.write(Data(usage.utf8))
             exit(ExitCode.success)
         }
+        if arguments == ["--version"] {
+            FileHandle.standardOutput.write(Data("\(program) \(BuildVersion.current)\n".utf8))
+            exit(ExitCode.success)
+        }
         do {
             return try parse(arguments)
         } catch {

@@ -33,6 +33,10 @@ package final class Application: Sendable {
     /// Why attestd refused to start (exit 1 with the message).
     package struct StartupError: Error, CustomStringConvertible {
         package let description: String
+        /// Whether trying again later may succeed (the port is still held by a process that is
+        /// stopping): attestd then exits 75 (EX_TEMPFAIL), which systemd restarts; a configuration
+        /// error exits 1, which the unit does not restart.
+        package var isTransient = false
     }
 
     /// Opens everything but the listener. Refuses to start on a corrupt or newer database, or an
@@ -50,9 +54,35 @@ package final class Application: Sendable {
         }
         do {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
+            // A PostgreSQL server that does not answer at start is retried in the background: the
+            // node runs and answers 503 (readiness too) until it does, rather than exit and leave
+            // systemd to give up on it.
             store = try TokenStores.open(
                 configuration.database, connections: configuration.workerThreads,
-                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now())
+                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), now: { clock.now() },
+                report: { migration, took in
+                    // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
+                    logger.log(
+                        .info, "migration applied",
+                        [
+                            "migration.id": .int(migration.id), "migration.name": .string(migration.name),
+                            "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
+                        ])
+                },
+                events: { event in
+                    switch event {
+                    case .waiting(let error):
+                        logger.log(
+                            .error, "the database does not answer: serving 503 and retrying every 2 s",
+                            ["db": .string(configuration.database.redacted), "error": .string(error.reason)])
+                    case .ready:
+                        logger.log(.info, "the database answers: migrated, serving", ["db": .string(configuration.database.redacted)])
+                    case .refused(let error):
+                        logger.log(
+                            .error, "the database answered but cannot be used: serving 503 until attestd is fixed and restarted",
+                            ["db": .string(configuration.database.redacted), "error": .string(error.reason)])
+                    }
+                })
         } catch {
             throw StartupError(
                 description:
@@ -137,6 +167,11 @@ package final class Application: Sendable {
                     ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
                     ("attestd_suspended_integrations", "Integrations suspended (not revoked).", statistics.suspendedIntegrations),
+                    (
+                        "attestd_clock_skew_milliseconds",
+                        "The shared database's clock minus this node's at the last purge tick (0 on SQLite); past 5000 either way the node refuses to serve.",
+                        Int(((service.clockSkewSeconds ?? 0) * 1000).rounded())
+                    ),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                 ]
@@ -216,6 +251,7 @@ package final class Application: Sendable {
 
     /// Deletes expired tokens and challenges; logs failures.
     package func purge() {
+        checkClock()
         do {
             let removed = try service.purgeExpired()
             if removed > 0 { logger.log(.info, "purged expired rows", ["rows": .int(removed)]) }
@@ -223,6 +259,25 @@ package final class Application: Sendable {
             logger.log(.error, "purge failed", ["error": .string(error.subcode.identifier)])
         }
         refreshStatistics()
+    }
+
+    /// Measures this node's clock against the database's (PostgreSQL) and says so in the log when
+    /// it strays past the tolerance or comes back: one line per measurement, not per request.
+    package func checkClock() {
+        do {
+            guard let skew = try service.measureClockSkew() else { return }
+            if !service.clockAgrees {
+                logger.log(
+                    .error,
+                    "this node's clock disagrees with the database's: refusing to serve and to purge until it agrees (check NTP)",
+                    [
+                        "clock.skew_seconds": .double((skew * 1000).rounded() / 1000),
+                        "tolerance_seconds": .double(service.policy.clockSkewToleranceSeconds),
+                    ])
+            }
+        } catch {
+            logger.log(.warning, "could not measure the clock against the database's", ["error": .string(error.subcode.identifier)])
+        }
     }
 
     /// Counts the rows for the gauges (off the scrape's path).

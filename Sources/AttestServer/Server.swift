@@ -40,7 +40,9 @@ package final class Server: Sendable {
             http = try HTTPServer(configuration: httpConfiguration, responder: application.router)
         } catch {
             application.close()
-            throw Application.StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw Application.StartupError(
+                description: "cannot listen on \(configuration.host):\(configuration.port): \(error)",
+                isTransient: error.code == .bindFailed)
         }
         if let address = configuration.adminListen {
             // The same server, limits and logs as the device-facing listener, on its own address.

@@ -206,6 +206,11 @@ package struct IntegrationAdmin: Sendable {
         try stored { () throws(StorageError) in try store.fraudKey(clientID: clientID)?.keyID }
     }
 
+    /// A consistent copy of the database, taken online, in a new SQLite file at `path`.
+    package func backup(to path: String) throws(ServiceError) {
+        try stored { () throws(StorageError) in try store.backup(to: path) }
+    }
+
     /// Whether `keyID` has the shape of a DeviceCheck key ID: 10 of A-Z 0-9.
     package static func isFraudKeyID(_ keyID: String) -> Bool {
         keyID.utf8.count == 10 && keyID.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }

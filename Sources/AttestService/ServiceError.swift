@@ -126,6 +126,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case adminCredential
         /// A key may not revoke itself through the API (it would lock its holder out mid-session).
         case ownKey
+        /// This node's clock and the shared database's disagree past the tolerance.
+        case clockSkew
 
         /// The stable wire spelling.
         package var identifier: String {
@@ -160,6 +162,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .adminKeyNotFound: "admin_key_not_found"
             case .adminCredential: "admin_credential"
             case .ownKey: "own_key"
+            case .clockSkew: "clock_skew"
             }
         }
     }

@@ -8,6 +8,7 @@ extension TokenService {
     /// The token's facts if it is unexpired and its integration active; nil otherwise (no reason
     /// is given, so introspection is no oracle).
     package func introspect(_ token: String) throws(ServiceError) -> ActiveToken? {
+        try requireAgreeingClock()
         guard let hash = Self.lookupHash(token) else { return nil }
         return try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }).map(Self.active)
     }
@@ -15,6 +16,11 @@ extension TokenService {
     /// `introspect`, answered through `reply` exactly once: at once, or later from another thread
     /// when the store's lookup is a round trip (the HTTP worker serves other requests meanwhile).
     package func introspect(_ token: String, then reply: @escaping @Sendable (Result<ActiveToken?, ServiceError>) -> Void) {
+        do throws(ServiceError) {
+            try requireAgreeingClock()
+        } catch {
+            return reply(.failure(error))
+        }
         guard let hash = Self.lookupHash(token) else { return reply(.success(nil)) }
         store.activeToken(hash: hash, at: clock.now()) { outcome in
             reply(outcome.map { $0.map(Self.active) }.mapError(ServiceError.storage))
@@ -50,7 +56,9 @@ extension TokenService {
 
     /// Deletes expired tokens and challenges; returns how many rows went.
     package func purgeExpired() throws(ServiceError) -> Int {
-        try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
+        // Why: the purge deletes every node's expired rows by this node's clock.
+        try requireAgreeingClock()
+        return try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
     }
 
     /// Counts and size for the metrics gauges.
@@ -66,5 +74,6 @@ extension TokenService {
     /// Throws `storage_unavailable` when the storage cannot serve requests now (`/readyz`).
     package func checkStorage() throws(ServiceError) {
         try stored { () throws(StorageError) in try store.checkAvailable() }
+        try requireAgreeingClock()
     }
 }

@@ -25,6 +25,10 @@ package struct ServicePolicy: Sendable {
     /// After it, a device with no verified metric is refused (`risk_metric_unknown`): the policy
     /// fails closed.
     package var riskMetricGraceSeconds: Int64 = 172_800
+    /// How far this node's clock may stray from the shared database's before the node refuses to
+    /// serve: decisions about shared rows (a token's or challenge's expiry, the purge) are taken by
+    /// each node's clock, so a node 2 hours fast would purge every node's live tokens.
+    package var clockSkewToleranceSeconds: Double = 5
 
     package init() {}
 }
@@ -51,6 +55,8 @@ package final class TokenService: Sendable {
     let limiter = RateLimiter()
     let keys = PublicKeyCache()
     let challenges: ChallengeLedger
+    /// This node's clock against the shared database's, as last measured.
+    let clockCheck = ClockCheck()
     /// Client IDs this node has read as active (`issueChallenge`).
     let activeHints = ActiveIntegrationHints()
     /// SHA-256 (hex) of the trust anchor, recorded with every device and required at refresh.
@@ -85,6 +91,7 @@ package final class TokenService: Sendable {
     /// (`activeHints`); otherwise the insert, which checks it in the same statement, is the only
     /// store statement. Either way nothing reaches the rate limiter for a client ID never found.
     package func issueChallenge(clientID requested: ClientID, from address: String) throws(ServiceError) -> IssuedChallenge {
+        try requireAgreeingClock()
         // Every in-memory key below is the client ID as stored (a hint holds only IDs read from
         // the store), never merely what the request spelt.
         let clientID: String
@@ -137,6 +144,7 @@ package final class TokenService: Sendable {
     /// `attest` on a request as presented: its other fields are decoded here, so that a malformed
     /// one spends the challenge by the ledger's rule.
     package func attest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> IssuedToken {
+        try requireAgreeingClock()
         let now = clock.now()
         return try presenting(presented, .attestation, now: now) { request, found throws(ServiceError) -> IssuedToken in
             let integration = try activeIntegration(request.clientID)
@@ -305,6 +313,7 @@ package final class TokenService: Sendable {
     /// `refresh` on a request as presented: its other fields are decoded here, so that a
     /// malformed one spends the challenge by the ledger's rule.
     package func refresh(_ presented: Presented<RefreshRequest>, from address: String) throws(ServiceError) -> IssuedToken {
+        try requireAgreeingClock()
         let now = clock.now()
         return try presenting(presented, .assertion, now: now) { request, found throws(ServiceError) -> IssuedToken in
             // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.

@@ -6,6 +6,13 @@ import Synchronization
 package protocol WallClock: Sendable {
     /// Unix seconds.
     func now() -> Int64
+    /// Unix seconds with a fraction, for measuring the clock against another (`ClockCheck`).
+    func preciseNow() -> Double
+}
+
+extension WallClock {
+    /// Whole seconds, for clocks that keep no finer time (a test's clock).
+    package func preciseNow() -> Double { Double(now()) }
 }
 
 /// The system's wall clock.
@@ -14,6 +21,8 @@ package struct SystemWallClock: WallClock {
     package init() {}
     /// Unix seconds from the system.
     package func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    /// Unix seconds with a fraction from the system.
+    package func preciseNow() -> Double { Date().timeIntervalSince1970 }
 }
 
 /// A clock that can be set: a test's clock, and `POST /test/clock` in `--insecure-test-mode`.
@@ -39,6 +48,12 @@ package final class SettableWallClock: WallClock {
         let value = frozen.load(ordering: .relaxed)
         if value == 0, let fallback { return fallback.now() }
         return value
+    }
+
+    /// The fallback's precise time while not frozen; whole seconds once frozen.
+    package func preciseNow() -> Double {
+        if frozen.load(ordering: .relaxed) == 0, let fallback { return fallback.preciseNow() }
+        return Double(now())
     }
 
     /// Freezes the clock at `seconds` (Unix); 0 returns to the fallback.

@@ -56,6 +56,11 @@ package struct DeviceRequest: Sendable {
     package let headers: [(String, String)]
     package let body: [UInt8]
 
+    /// A request as given.
+    package init(method: String, target: String, headers: [(String, String)], body: [UInt8]) {
+        (self.method, self.target, self.headers, self.body) = (method, target, headers, body)
+    }
+
     /// A POST of one JSON object of strings.
     package static func json(_ target: String, _ fields: [String: String]) -> DeviceRequest {
         let body = Array(JSONText.object(fields.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }).utf8)

@@ -7,6 +7,9 @@ import Foundation
 package struct IssuedChallenge: Sendable {
     package let text: String
     package let bytes: [UInt8]
+
+    /// A challenge read from an answer (`attest-load trace` reads its own answers).
+    package init(text: String, bytes: [UInt8]) { (self.text, self.bytes) = (text, bytes) }
 }
 
 /// The device side of the API, the one implementation `attestctl simulate` and `attest-load`

@@ -1,7 +1,14 @@
 /// One schema change: an id that orders it, a name for humans, and the SQL script it runs.
 ///
 /// Immutable once shipped: a database records the ids it has applied, and a binary refuses to
-/// run against one that has applied an id it does not know.
+/// run against one that has applied an id it does not know, except the one next after its own.
+///
+/// The compatibility rule (docs/OPERATIONS.md, upgrades): every migration is expand-only (it
+/// adds tables, or columns that are nullable or have a default; it never drops, renames or
+/// tightens), and every statement names its columns, so the binaries of version N keep working on
+/// the schema of N+1 while a fleet upgrades: old nodes, and the attestctl of a host not yet
+/// upgraded, run on the database the first new node migrated. What would break that (a drop, a
+/// rename) ships one release later than the code that stopped using it.
 package struct Migration: Sendable, Hashable {
     /// Position in the sequence; strictly increasing, starting at 1.
     package let id: Int
@@ -13,6 +20,9 @@ package struct Migration: Sendable, Hashable {
     /// Makes a migration value.
     package init(id: Int, name: String, sql: String) { (self.id, self.name, self.sql) = (id, name, sql) }
 }
+
+/// Told of each migration applied, with how long it took (attestd logs it).
+package typealias MigrationReport = @Sendable (Migration, Duration) -> Void
 
 extension Migration {
     /// `NNNN_name`, as the file is named.
@@ -39,11 +49,17 @@ extension Migration {
         }
     }
 
-    /// Refuses a database that records a migration `known` lacks (a newer binary wrote it) or
-    /// records a known id under another name. `recorded` maps id to name.
+    /// How many migrations past its own a binary runs on (the compatibility rule above).
+    static let compatibleAhead = 1
+
+    /// Refuses a database that records a migration `known` lacks (a newer binary wrote it) beyond
+    /// the next one, or records a known id under another name. `recorded` maps id to name.
     static func verify(recorded: [Int: String], known migrations: [Migration]) throws(StorageError) {
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.id, $0.name) })
+        let newest = migrations.map(\.id).max() ?? 0
         for (id, name) in recorded.sorted(by: { $0.key < $1.key }) {
+            // The next migrations of a newer release: expand-only by rule, so this binary runs on them.
+            if known[id] == nil, id > newest, id <= newest + compatibleAhead { continue }
             guard let knownName = known[id] else {
                 throw .migrationUnknown(
                     "the database records migration \(id) '\(name)', which this binary does not know "

@@ -9,7 +9,11 @@ package struct Migrator: Sendable {
     package let migrations: [Migration]
 
     /// Makes a migrator; `migrations` must have strictly increasing ids from 1 and non-empty names.
-    package init(migrations: [Migration] = EmbeddedMigrations.sqlite) {
+    /// Told of each migration applied and its duration.
+    package var report: MigrationReport?
+
+    package init(migrations: [Migration] = EmbeddedMigrations.sqlite, report: MigrationReport? = nil) {
+        self.report = report
         // A malformed list is a programming error in the binary itself, caught by the test suite.
         for (previous, next) in zip([Migration(id: 0, name: "-", sql: "")] + migrations, migrations) {
             precondition(next.id > previous.id, "migration ids must increase: \(previous.id) then \(next.id)")
@@ -35,6 +39,7 @@ package struct Migrator: Sendable {
         try verify(recorded)
         var applied: [Migration] = []
         for migration in migrations where recorded[migration.id] == nil {
+            let started = ContinuousClock.now
             let didApply = try transaction(database) { () throws(StorageError) -> Bool in
                 // Read again under the write lock: another process may have migrated meanwhile.
                 let current = try records(database)
@@ -46,7 +51,10 @@ package struct Migrator: Sendable {
                     arguments: [.integer(Int64(migration.id)), .text(migration.name), .integer(time)])
                 return true
             }
-            if didApply { applied.append(migration) }
+            if didApply {
+                applied.append(migration)
+                report?(migration, .now - started)
+            }
         }
         return applied
     }

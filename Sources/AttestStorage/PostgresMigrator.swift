@@ -10,7 +10,11 @@ package struct PostgresMigrator: Sendable {
     package let migrations: [Migration]
 
     /// Makes a migrator for `migrations` (default: `Migrations/postgresql`).
-    package init(migrations: [Migration] = EmbeddedMigrations.postgresql) {
+    /// Told of each migration applied and its duration.
+    package var report: MigrationReport?
+
+    package init(migrations: [Migration] = EmbeddedMigrations.postgresql, report: MigrationReport? = nil) {
+        self.report = report
         self.migrations = migrations
     }
 
@@ -56,6 +60,7 @@ package struct PostgresMigrator: Sendable {
         try Migration.verify(recorded: recorded, known: migrations)
         var applied: [Migration] = []
         for migration in migrations where recorded[migration.id] == nil {
+            let started = ContinuousClock.now
             try connection.execute("BEGIN")
             do throws(StorageError) {
                 do throws(StorageError) {
@@ -75,6 +80,7 @@ package struct PostgresMigrator: Sendable {
                 throw error
             }
             applied.append(migration)
+            report?(migration, .now - started)
         }
         return applied
     }

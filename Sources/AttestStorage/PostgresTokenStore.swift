@@ -16,6 +16,8 @@
 /// share one statement (`PostgresStatementGroups`).
 package final class PostgresTokenStore: SQLTokenStore {
     private let pool: PostgresPool
+    /// Open once the migrations ran (always, unless opened with `opening` during an outage).
+    let gate = MigrationGate()
     /// Every authorize and introspect: lookups that arrive together share one statement.
     private let lookups: PostgresStatementGroups<TokenLookup, TokenRecord?>
 
@@ -31,15 +33,15 @@ package final class PostgresTokenStore: SQLTokenStore {
     /// Connects, then applies the embedded migrations under the advisory lock. Throws
     /// `unavailable` when the server cannot be reached, `migrationUnknown` when a newer binary
     /// migrated the database: the caller must refuse to start.
-    package convenience init(settings: PostgresSettings, migrateAt time: Int64) throws(StorageError) {
+    package convenience init(settings: PostgresSettings, migrateAt time: Int64, report: MigrationReport? = nil) throws(StorageError) {
         self.init(unconnected: settings)
-        try migrate(at: time)
+        try migrate(at: time, report: report)
     }
 
     /// Applies the migrations the database lacks, under the advisory lock.
     @discardableResult
-    package func migrate(at time: Int64) throws(StorageError) -> [Migration] {
-        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator().migrate(connection, at: time) }
+    package func migrate(at time: Int64, report: MigrationReport? = nil) throws(StorageError) -> [Migration] {
+        try pool.withConnection { connection throws(StorageError) in try PostgresMigrator(report: report).migrate(connection, at: time) }
     }
 
     /// Opens the store without migrating (attestctl): `schemaBehind` or `migrationUnknown` when
@@ -121,6 +123,7 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     package func perform<T: Sendable>(_ work: SQLWork, _ body: (any SQLSession) throws(StorageError) -> T) throws(StorageError) -> T {
+        try gate.require()
         switch work {
         case .read:
             // Autocommit: each statement sees the last committed state.
@@ -155,6 +158,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         """
 
     package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
+        try gate.require()
         let rows = try pool.withConnection { connection throws(StorageError) in
             try connection.query(Self.selectRefreshInputs, [.text(clientID), .blob(challengeID), .blob(keyID)]).rows()
         }
@@ -223,6 +227,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
         consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance {
+        try gate.require()
         let rows = try write { connection throws(StorageError) in
             try connection.query(
                 Self.refreshStatement,
@@ -247,12 +252,18 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
-        try lookups.submit(TokenLookup(hash: hash, time: time))
+        try gate.require()
+        return try lookups.submit(TokenLookup(hash: hash, time: time))
     }
 
     package func activeToken(
         hash: [UInt8], at time: Int64, then reply: @escaping @Sendable (Result<TokenRecord?, StorageError>) -> Void
     ) {
+        do throws(StorageError) {
+            try gate.require()
+        } catch {
+            return reply(.failure(error))
+        }
         lookups.submit(TokenLookup(hash: hash, time: time), then: reply)
     }
 
@@ -285,9 +296,27 @@ package final class PostgresTokenStore: SQLTokenStore {
             bytes: try row.int64(4))
     }
 
-    package func close() throws(StorageError) { pool.closeIdleConnections() }
+    package func backup(to path: String) throws(StorageError) {
+        let snapshot = try snapshot(at: 0)
+        let copy = try SQLiteTokenStore(path: path, readerCount: 1, migrateAt: 0)
+        try copy.restore(snapshot)
+        try copy.close()
+    }
+
+    package func close() throws(StorageError) {
+        gate.stop()
+        pool.closeIdleConnections()
+    }
 
     package func checkIntegrity() throws(StorageError) { try checkAvailable() }
+
+    package func databaseTime() throws(StorageError) -> Double? {
+        let row = try perform(.read) { session throws(StorageError) in
+            try session.row(SQLStatement("SELECT extract(epoch FROM clock_timestamp())::float8"), [])
+        }
+        guard let row else { throw .statementFailed("the database's clock answered no row") }
+        return try row.double(0)
+    }
 
     /// Checks that the server answers (`/readyz`).
     package func checkAvailable() throws(StorageError) {

@@ -147,7 +147,9 @@ package final class SQLiteDatabase {
         let next = offset + max(consumed, 1)
         guard let raw else { return (nil, next) }
         let keyword = SQLiteDatabase.firstKeyword(bytes[offset..<next])
-        let statement = SQLiteStatement(database: self, handle: raw, isPragma: keyword == "PRAGMA")
+        // PRAGMA and VACUUM (`VACUUM INTO`, the online backup) are control statements that run
+        // outside any transaction (VACUUM refuses to run inside one): the write rule does not apply.
+        let statement = SQLiteStatement(database: self, handle: raw, isControl: keyword == "PRAGMA" || keyword == "VACUUM")
         if ["BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE"].contains(keyword) {
             throw .misuse("transaction control statements are reserved to immediateTransaction")
         }

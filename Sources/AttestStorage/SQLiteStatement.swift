@@ -9,12 +9,13 @@ package final class SQLiteStatement {
     /// The connection this statement was prepared on.
     let database: SQLiteDatabase
     private let handle: OpaquePointer
-    /// PRAGMAs are exempt from the write gate: they read or set connection state.
-    private let isPragma: Bool
+    /// PRAGMA and VACUUM are exempt from the write gate: they read or set connection state, or (VACUUM
+    /// INTO) read one snapshot into another file, and cannot run inside a transaction.
+    private let isControl: Bool
     private var hasRow = false
 
-    init(database: SQLiteDatabase, handle: OpaquePointer, isPragma: Bool) {
-        (self.database, self.handle, self.isPragma) = (database, handle, isPragma)
+    init(database: SQLiteDatabase, handle: OpaquePointer, isControl: Bool) {
+        (self.database, self.handle, self.isControl) = (database, handle, isControl)
     }
 
     deinit {
@@ -111,12 +112,12 @@ package final class SQLiteStatement {
 
     /// Runs the statement to its next row: `true` when a row is ready to read, `false` when done.
     ///
-    /// A statement that writes (other than a PRAGMA) is refused with `misuse` unless the
+    /// A statement that writes (other than a PRAGMA or VACUUM) is refused with `misuse` unless the
     /// connection is inside `immediateTransaction`, so every write takes the write lock up front. On failure the
     /// statement is reset, releasing any read it held.
     package func step() throws(StorageError) -> Bool {
         hasRow = false
-        guard isReadOnly || isPragma || database.allowsWrites else {
+        guard isReadOnly || isControl || database.allowsWrites else {
             // Why: a write in autocommit mode or a deferred transaction can fail with
             // SQLITE_BUSY_SNAPSHOT at once, ignoring the busy timeout (see STYLE.md Gotchas).
             throw .misuse("a statement that writes must run inside immediateTransaction")

@@ -31,12 +31,13 @@ package final class SQLiteTokenStore: SQLTokenStore {
     /// Throws `corrupt`, `migrationUnknown` (a newer binary wrote it) or an I/O code: the caller
     /// must refuse to start.
     package init(
-        path: String, readerCount: Int = 2, busyTimeout: Duration = .milliseconds(2000), migrateAt time: Int64
+        path: String, readerCount: Int = 2, busyTimeout: Duration = .milliseconds(2000), migrateAt time: Int64,
+        report: MigrationReport? = nil
     ) throws(StorageError) {
         self.path = path
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
         try database.cheapCheck()
-        _ = try Migrator().migrate(database, at: time)
+        _ = try Migrator(report: report).migrate(database, at: time)
         writer = Connection(database)
         var readers: [Connection] = []
         for _ in 0..<max(1, readerCount) {
@@ -115,6 +116,11 @@ package final class SQLiteTokenStore: SQLTokenStore {
 
     // MARK: What only SQLite does
 
+    package func backup(to path: String) throws(StorageError) {
+        // On a reader: VACUUM INTO reads one snapshot of the database while writers go on.
+        try perform(.read) { session throws(StorageError) in _ = try session.rows(SQLStatement("VACUUM INTO ?"), [.text(path)]) }
+    }
+
     package func close() throws(StorageError) {
         try writer.use { database throws(StorageError) in
             // TRUNCATE: every page of the log goes into the file and the log is cut to zero bytes,
@@ -126,6 +132,9 @@ package final class SQLiteTokenStore: SQLTokenStore {
             }
         }
     }
+
+    /// Nil: one node owns a SQLite database, so its clock is the only one.
+    package func databaseTime() throws(StorageError) -> Double? { nil }
 
     package func checkIntegrity() throws(StorageError) {
         try writer.use { database throws(StorageError) in try database.quickCheck() }

@@ -103,6 +103,8 @@ package protocol AdminStore: Sendable {
     ) throws(StorageError) -> Bool?
     /// The integration's DeviceCheck key ID and sealed key.
     func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])?
+    /// A consistent copy of the whole database in a new SQLite file (see `StoreMaintenance.backup`).
+    func backup(to path: String) throws(StorageError)
     /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.
     func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
 }
@@ -164,6 +166,10 @@ package protocol StoreMaintenance: Sendable {
     func statistics() throws(StorageError) -> StoreStatistics
     /// Reads every integration, device, token unexpired at `time` and audit entry, consistently (one transaction).
     func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot
+    /// Writes a consistent copy of the whole database, taken online, to a new SQLite file at `path`
+    /// (which must not exist, or be empty): SQLite's `VACUUM INTO`; for PostgreSQL a snapshot
+    /// written into a new SQLite database (`attestctl store copy` restores it into any store).
+    func backup(to path: String) throws(StorageError)
     /// Writes `snapshot` into this store in one transaction; `notEmpty` (and nothing written)
     /// when the store holds any integration already.
     func restore(_ snapshot: StoreSnapshot) throws(StorageError)
@@ -177,6 +183,9 @@ package protocol StoreMaintenance: Sendable {
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)
+    /// The database server's clock, Unix seconds, when the store is shared by several nodes
+    /// (PostgreSQL); nil for a store only this node uses (SQLite), whose clock is the node's.
+    func databaseTime() throws(StorageError) -> Double?
 }
 
 /// Everything attestd persists: every role, implemented by both backends.

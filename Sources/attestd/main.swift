@@ -7,7 +7,7 @@ import Synchronization
 
 // Wiring only: configuration from flags and environment, the server, and the signals that stop it.
 
-let version = "0.1.0"
+let version = BuildVersion.current
 
 // Why: the database (and its -wal and -shm files) holds device keys and token hashes; whatever
 // umask attestd was started with, the files it creates are its own user's only (0600).
@@ -57,7 +57,8 @@ do {
     running.withLock { $0 = server }
 } catch {
     logger.log(.error, "refusing to start", ["error": .string(error.description)])
-    exit(1)
+    // 75 (EX_TEMPFAIL): worth a retry, the unit restarts it; 1: fix the configuration first.
+    exit(error.isTransient ? 75 : 1)
 }
 
 // Expired challenges and tokens are purged periodically. On the main queue: this closure is

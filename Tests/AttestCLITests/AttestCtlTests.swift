@@ -1,4 +1,5 @@
 import AttestCLI
+import AttestOptions
 import AttestTesting
 import Foundation
 import Synchronization
@@ -159,6 +160,13 @@ struct AttestCtlVerifyTests {
         let garbled = Console(files: ["bad.b64": Array("not base64!".utf8)])
         #expect(garbled.run(attestationArguments(object: "bad.b64")) == 1)
         #expect(garbled.json["code"] as? String == "object_encoding")
+    }
+
+    @Test("--version prints the release and exits 0")
+    func version() {
+        let console = Console()
+        #expect(console.run(["--version"]) == 0)
+        #expect(console.out.withLock { $0 } == "attestctl \(BuildVersion.current)\n")
     }
 
     @Test("prints help on stdout and exits 0")

@@ -40,6 +40,19 @@ struct FraudKeyCommandTests {
             + extra
     }
 
+    @Test("reads the key from standard input with --key-file - (a key the attestd user cannot open in the operator's directory)")
+    func keyFromStandardInput() throws {
+        let run = Console(files: ["secrets.key": Array((Hex.encode(secretsKey) + "\n").utf8)], stdin: Array(pem.utf8))
+        var arguments = arguments()
+        arguments[arguments.firstIndex(of: "AuthKey.p8") ?? 0] = "-"
+        #expect(run.run(arguments) == 0)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        let stored = try #require(try store.fraudKey(clientID: clientID))
+        let opened = try SealedBox.open(
+            stored.sealedKey, key: secretsKey, associatedData: FraudKeySealing.associatedData(clientID: clientID, keyID: "ABC123DEFG"))
+        #expect(opened == Array(pem.utf8))
+    }
+
     @Test("stores the key sealed (no key bytes in the database row), audits the key ID, prints no key material")
     func sealsAndStores() throws {
         let run = console()

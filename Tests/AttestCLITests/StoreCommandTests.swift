@@ -63,3 +63,39 @@ struct StoreCommandTests {
         #expect(Console().run(["store", "copy", "--from", target.argument, "--to", target.argument]) == 64)
     }
 }
+
+@Suite("attestctl store backup")
+struct StoreBackupTests {
+    @Test(
+        "writes a consistent copy of the live database, audit log included, to a new file of mode 0600", arguments: StoreBackend.available)
+    func backup(_ backend: StoreBackend) throws {
+        let (sqlite, populated) = try StoreCommandTests.populatedSQLite()
+        let location: TestStoreLocation
+        if backend == .sqlite {
+            location = sqlite
+        } else {
+            location = try TestStoreLocation(.postgresql)
+            #expect(Console(now: 1_800_000_100).run(["store", "copy", "--from", sqlite.argument, "--to", location.argument]) == 0)
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-backup-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("backup.sqlite").path
+        let console = Console(now: 1_800_000_100)
+        #expect(console.run(["store", "backup", "--db", location.argument, "--to", file, "--json"]) == 0)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+        #expect(mode & 0o777 == 0o600)
+        let copy = try TokenStores.openExisting(.sqlite(path: file), busyTimeout: .milliseconds(1000))
+        let original = try populated.snapshot(at: 1_800_000_100)
+        let backedUp = try copy.snapshot(at: 1_800_000_100)
+        #expect(backedUp.integrations == original.integrations)
+        #expect(backedUp.devices == original.devices)
+        #expect(backedUp.tokens == original.tokens)
+        #expect(backedUp.auditEntries.count == original.auditEntries.count)
+        #expect(!original.auditEntries.isEmpty)
+        // Never over an existing file.
+        let again = Console(now: 1_800_000_100)
+        #expect(again.run(["store", "backup", "--db", location.argument, "--to", file]) == 1)
+        #expect(again.err.withLock { $0.contains("must not exist") })
+    }
+}

@@ -97,6 +97,10 @@ struct AttestdProcessTests {
         #expect(bad.status == 64)
         #expect(bad.log.contains("usage: attestd"))
         #expect(try AttestdProcess(arguments: ["--help"], directory: directory).finish().status == 0)
+        let version = try AttestdProcess(arguments: ["--version"], directory: directory).finish()
+        #expect(version.status == 0)
+        #expect(version.log.isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("attestd.sqlite").path))
     }
 
     @Test("refuses to start on a database with a migration it does not know")
@@ -164,14 +168,25 @@ struct AttestdProcessTests {
         #expect(log.contains(":***@"))
     }
 
-    @Test("refuses to start, without the password in the message, when PostgreSQL cannot be reached")
+    @Test(
+        "started while PostgreSQL cannot be reached, runs and answers 503 with Retry-After (readiness too), logs no password, stops cleanly"
+    )
     func unreachablePostgres() throws {
         let directory = try temporaryDirectory()
-        let (status, log) = try AttestdProcess(
-            arguments: ["--listen", "127.0.0.1:0", "--db", "postgresql://attestd:hunter2-secret@127.0.0.1:1/attestd"], directory: directory
-        ).finish()
-        #expect(status == 1)
-        #expect(log.contains("refusing to start"))
+        let attestd = try AttestdProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--db", "postgresql://attestd:hunter2-secret@127.0.0.1:1/attestd"], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        let client = try RawHTTPClient(port: port)
+        let ready = try client.request("GET", "/readyz")
+        #expect(ready.status == 503)
+        #expect(ready.header("Retry-After") != nil)
+        #expect(try client.request("GET", "/healthz").status == 200)
+        let challenge = try client.postJSON("/v1/challenge", #"{"client_id":"clid_00000000000000000000000000000000"}"#)
+        #expect(challenge.status == 503)
+        attestd.process.terminate()
+        let (status, log) = attestd.finish()
+        #expect(status == 0)
+        #expect(log.contains("the database does not answer"))
         #expect(!log.contains("hunter2-secret"))
     }
 

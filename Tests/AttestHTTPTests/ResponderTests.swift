@@ -2,6 +2,7 @@ import AttestCore
 import AttestCrypto
 import AttestHTTPServer
 import AttestService
+import AttestStorage
 import AttestTesting
 import Foundation
 import Testing
@@ -40,6 +41,15 @@ struct ResponderTests {
         for response in [missing, wrongMethod] {
             #expect(response.headers.contains { $0.name == "X-Request-Id" })
         }
+    }
+
+    @Test("logs each migration it applies at start with its id, name and duration")
+    func migrationsLogged() throws {
+        let world = try HTTPWorld(listening: false)
+        let lines = world.sink.lines.withLock { $0 }.filter { $0.contains(#""msg":"migration applied""#) }
+        #expect(lines.count == EmbeddedMigrations.sqlite.count)
+        #expect(lines.first?.contains(#""migration.id":1,"migration.name":"initial""#) == true)
+        #expect(lines.allSatisfy { $0.contains(#""duration_ms":"#) })
     }
 
     @Test("registers the /test/ routes only in test mode")

@@ -35,11 +35,17 @@ struct MigratorTests {
         #expect(try database.hasSchemaObject("b"))
     }
 
-    @Test("a database recording a migration id the binary does not know is refused")
+    @Test("a database recording a migration id the binary does not know is refused, except the next one (expand-only)")
     func unknownMigrationID() throws {
         let directory = try TemporaryDirectory()
         let database = try SQLiteDatabase(path: directory.path("db.sqlite"))
         try Migrator(migrations: [Self.first, Self.second]).migrate(database, at: Self.time)
+        // One release behind: the binary that knows only the first migration runs on the second's schema.
+        #expect(try Migrator(migrations: [Self.first]).migrate(database, at: Self.time) == [])
+        try Migrator(migrations: [Self.first]).requireCurrent(database)
+        // Two releases behind: refused.
+        let third = Migration(id: 3, name: "third", sql: "CREATE TABLE third (id INTEGER) STRICT;")
+        try Migrator(migrations: [Self.first, Self.second, third]).migrate(database, at: Self.time)
         #expect(throws: StorageError(.migrationUnknown, "")) {
             try Migrator(migrations: [Self.first]).migrate(database, at: Self.time)
         }
