@@ -17,7 +17,9 @@ final class AttestdProcess {
         self.directory = directory
         process.executableURL = Self.binary
         // The admin listener on a free port too: its default (8081) would collide between tests.
-        process.arguments = arguments.contains("--admin-listen") ? arguments : arguments + ["--admin-listen", "127.0.0.1:0"]
+        // (Only beside --listen: `attestd --version` must stay alone.)
+        let serves = arguments.contains("--listen") && !arguments.contains("--admin-listen")
+        process.arguments = serves ? arguments + ["--admin-listen", "127.0.0.1:0"] : arguments
         process.currentDirectoryURL = directory
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
