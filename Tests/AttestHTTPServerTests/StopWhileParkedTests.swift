@@ -1,0 +1,59 @@
+import AttestTesting
+import Dispatch
+import Glibc
+import Testing
+
+@testable import AttestHTTPServer
+
+/// Stopping while answers are deferred (issue 18, L1): libmicrohttpd aborts the process when it is
+/// stopped with a connection suspended, so once `stop` has begun nothing parks any more.
+@Suite("HTTPServer: stopping while answers are deferred")
+struct StopWhileParkedTests {
+    @Test("once stopping, a request that would wait for a deferred answer is answered 503 at once")
+    func newDeferredRequestAnsweredAtOnce() throws {
+        let responder = DeferringResponder()
+        let server = try startServer(responder) { $0.connectionTimeoutSeconds = 3 }
+        let parked = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10)
+        try parked.sendGET("/later")
+        #expect(eventually { responder.waitingCount == 1 })
+        let other = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10)
+        let stopped = DispatchGroup()
+        DispatchQueue.global().async(group: stopped) { server.stop() }
+        #expect(eventually { server.context.isStopping.load(ordering: .sequentiallyConsistent) })
+        let sent = ContinuousClock.now
+        try other.sendGET("/later")
+        let response = try other.receiveResponse()
+        #expect(response.status == 503)
+        #expect(response.header("Retry-After") == "1")
+        #expect(ContinuousClock.now - sent < .milliseconds(1_500), "the request waited for the drain")
+        #expect(try parked.receiveResponse().status == 503)
+        stopped.wait()
+    }
+
+    @Test("a request completed after the parked ones were answered 503 is refused too, and the server stops without aborting")
+    func requestAfterTheParkedWereAnswered() throws {
+        let responder = DeferringResponder()
+        let server = try startServer(responder) { $0.connectionTimeoutSeconds = 2 }
+        let parked = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10)
+        try parked.sendGET("/later")
+        #expect(eventually { responder.waitingCount == 1 })
+        // A request begun before the stop, its headers trickling in, completed only once the stop
+        // has answered the parked connection: before the fix it parked and MHD_stop_daemon aborted.
+        let late = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10)
+        try late.send("GET /later HTTP/1.1\r\nHost: test\r\n")
+        let stopped = DispatchGroup()
+        DispatchQueue.global().async(group: stopped) { server.stop() }
+        // The stop has answered the parked connection once none is left parked.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while server.context.parked.count > 0 && ContinuousClock.now < deadline {
+            try late.send("X-Keep-Alive: 1\r\n")
+            usleep(100_000)
+        }
+        try late.send("\r\n")
+        let response = try late.receiveResponse()
+        #expect(response.status == 503)
+        #expect(try parked.receiveResponse().status == 503)
+        stopped.wait()
+        #expect(server.context.parked.count == 0)
+    }
+}
