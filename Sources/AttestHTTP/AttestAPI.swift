@@ -24,6 +24,9 @@ package enum AttestAPI {
         package var limitsPerAddress: Bool
         /// One in N successful authorize and introspect lines is logged (1: all, 0: none).
         package var logSuccessEvery = 1
+        /// How long authorize and introspect wait for their lookup (which holds no worker) before
+        /// they answer 503 `storage_unavailable` with `Retry-After`.
+        package var lookupDeadline = Duration.seconds(5)
 
         package init(
             gatewaySecrets: GatewaySecrets?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
@@ -51,11 +54,13 @@ package enum AttestAPI {
         GatewayRoutes(service: service, secrets: settings.gatewaySecrets).register(in: builder.root)
         OperatorRoutes(service: service, settings: settings, logger: logger, metrics: metrics, gauges: gauges, moreMetrics: moreMetrics)
             .register(in: builder.root)
-        return builder.router(middleware: [
-            RequestIDs(),
-            ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: settings.limitsPerAddress, logger: logger),
-            ObservedRequests(
-                metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),
-        ])
+        return builder.router(
+            middleware: [
+                RequestIDs(),
+                ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: settings.limitsPerAddress, logger: logger),
+                ObservedRequests(
+                    metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),
+            ],
+            answerDeadline: settings.lookupDeadline)
     }
 }

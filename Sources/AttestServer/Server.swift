@@ -3,6 +3,7 @@ package import AttestHTTPServer
 package import AttestObservability
 package import AttestService
 package import AttestStorage
+import Dispatch
 import Synchronization
 
 /// A running attestd: the application and its HTTP listener.
@@ -70,6 +71,11 @@ package final class Server: Sendable {
     package func reloadGatewaySecrets() { application.reloadGatewaySecrets() }
     /// See `Application.purge`.
     package func purge() { application.purge() }
+
+    /// Purges now and then every `seconds`, on a queue of its own (`PurgeTimer`).
+    package func startPurging(every seconds: Int) -> PurgeTimer {
+        PurgeTimer(every: seconds) { [self] in purge() }
+    }
     /// See `Application.refreshStatistics`.
     package func refreshStatistics() { application.refreshStatistics() }
 }
@@ -105,4 +111,25 @@ final class RefusalLog: Sendable {
             .warning, "connections refused: the address holds its whole per-address share (--connections-per-address)",
             ["remote": .string(address), "refused": .int(count)])
     }
+}
+
+/// Runs a housekeeping job (the purge) now and then every interval on a serial queue of its own.
+///
+/// Why not the main queue: attestd's signal handlers run there, and a purge waits for the
+/// database; while it waited for a database that had stopped answering, SIGTERM and SIGHUP
+/// waited with it (issue 18, M4).
+package final class PurgeTimer: Sendable {
+    // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `cancel` uses it after.
+    private nonisolated(unsafe) let timer: any DispatchSourceTimer
+
+    init(every seconds: Int, _ job: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attestd.purge"))
+        timer.schedule(deadline: .now(), repeating: .seconds(max(1, seconds)))
+        timer.setEventHandler(handler: job)
+        timer.resume()
+        self.timer = timer
+    }
+
+    /// Stops the timer (a job already running finishes).
+    package func cancel() { timer.cancel() }
 }
