@@ -44,6 +44,13 @@ package final class Application: Sendable {
                 .warning,
                 "INSECURE TEST MODE: the clock can be set and challenges chosen by any local caller; never run this in production")
         }
+        if configuration.databasePasswordOnCommandLine {
+            logger.log(
+                .warning,
+                "the --db URI on the command line holds a password, which every local user can read (ps, /proc): keep it out of "
+                    + "the URI, in a password file (the attestd user's ~/.pgpass, PGPASSFILE, or passfile= in the URI)",
+                ["db": .string(configuration.database.redacted)])
+        }
         do {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
             store = try TokenStores.open(

@@ -56,6 +56,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var appleReceiptURL: String?
     /// Seconds between receipt refresh passes (0: no refresher).
     package var receiptRefreshIntervalSeconds = 300
+    /// Whether `--db` was given on the command line with a password in its URI, where every
+    /// local user can read it (`ps`): attestd warns at start.
+    package var databasePasswordOnCommandLine = false
 
     /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
     package init() {}
@@ -258,6 +261,9 @@ package struct ServerConfiguration: Sendable, Equatable {
             } else if let value = parsed.value(setting.spec) {
                 do {
                     try setting.apply(&configuration, value)
+                    if setting.spec.name == "db", onCommandLine.contains("db"), case .postgresql(let settings) = configuration.database {
+                        configuration.databasePasswordOnCommandLine = settings.carriesPassword
+                    }
                 } catch {
                     // A value from the environment is refused in the variable's name: that is what the
                     // operator has to fix (a unit file's Environment=, not a flag they never typed).
