@@ -13,6 +13,8 @@ package enum AttestAPI {
         package var gatewaySecrets: GatewaySecrets?
         /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
         package var trustsAppleRoot: Bool
+        /// False when `--apple-receipt-url` replaces Apple's receipt hosts (reported by /healthz).
+        package var exchangesReceiptsWithApple = true
         package var version: String
         /// The storage kind reported by /healthz and /readyz (`sqlite` or `postgresql`).
         package var storage: String
@@ -30,7 +32,8 @@ package enum AttestAPI {
 
         package init(
             gatewaySecrets: GatewaySecrets?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
-            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true, logSuccessEvery: Int = 1
+            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true, logSuccessEvery: Int = 1,
+            exchangesReceiptsWithApple: Bool = true
         ) {
             self.gatewaySecrets = gatewaySecrets
             self.trustsAppleRoot = trustsAppleRoot
@@ -40,6 +43,7 @@ package enum AttestAPI {
             self.trustedProxies = trustedProxies
             self.limitsPerAddress = limitsPerAddress
             self.logSuccessEvery = logSuccessEvery
+            self.exchangesReceiptsWithApple = exchangesReceiptsWithApple
         }
     }
 

@@ -97,6 +97,12 @@ package final class Application: Sendable {
         } else {
             logger.log(.warning, "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
         }
+        if let url = configuration.appleReceiptURL {
+            logger.log(
+                .warning,
+                "APPLE RECEIPT URL REPLACED: receipts and their DeviceCheck JWTs go to a non-Apple server; for tests only",
+                ["apple.url": .string(url)])
+        }
         var policy = ServicePolicy()
         policy.attestPerIntegration = configuration.attestPerIntegration
         policy.challengePerIntegration = configuration.challengePerIntegration
@@ -127,7 +133,8 @@ package final class Application: Sendable {
             settings: AttestAPI.Settings(
                 gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
                 storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
-                limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery),
+                limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
+                exchangesReceiptsWithApple: configuration.appleReceiptURL == nil),
             logger: logger, metrics: metrics,
             gauges: {
                 // From the cache the purge timer refreshes: a scrape never counts rows, so it costs
@@ -139,6 +146,10 @@ package final class Application: Sendable {
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
+                    (
+                        "attestd_apple_receipt_url_is_apple", "1 when receipts are exchanged with Apple's hosts (no --apple-receipt-url).",
+                        configuration.appleReceiptURL == nil ? 1 : 0
+                    ),
                 ]
             },
             moreMetrics: { refresher?.metricsText.text ?? "" })
@@ -172,9 +183,6 @@ package final class Application: Sendable {
             let client = try HTTPSClient()
             var settings = ReceiptRefresherSettings()
             settings.intervalSeconds = configuration.receiptRefreshIntervalSeconds
-            if configuration.appleReceiptURL != nil {
-                logger.log(.warning, "APPLE RECEIPT URL REPLACED: receipts are exchanged with a non-Apple server; for tests only")
-            }
             logger.log(
                 .info, "receipt refresher started",
                 [

@@ -317,7 +317,8 @@ struct StoreLocationTests {
         "a URI libpq cannot read, or would read part of the password from, is refused as misuse without libpq's words (L4)",
         arguments: [
             ("postgresql://attestd:pa%zzword@127.0.0.1:1/attestd", "zzword"), ("postgresql://attestd:100%@127.0.0.1:1/attestd", "100%"),
-            ("postgresql://attestd:pa/ss-word@127.0.0.1:1/attestd", "ss-word"), ("postgresql://attestd:pa@ss-word@127.0.0.1:1/attestd", "ss-word"),
+            ("postgresql://attestd:pa/ss-word@127.0.0.1:1/attestd", "ss-word"),
+            ("postgresql://attestd:pa@ss-word@127.0.0.1:1/attestd", "ss-word"),
         ])
     func malformedURI(_ uri: String, _ secret: String) {
         do {
