@@ -89,10 +89,8 @@ package final class Application: Sendable {
             } catch {
                 throw StartupError(description: error.description)
             }
-            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
-                logger.log(
-                    .warning, "the gateway secret file can be read by other users: chmod 600 it (and chown it to attestd's user)",
-                    ["file": .string(file), "mode": .string(String(mode, radix: 8))])
+            if let warning = Self.secretFileWarning(file) {
+                logger.log(.warning, warning.message, ["file": .string(file), "mode": .string(warning.mode)])
             }
         } else {
             logger.log(.warning, "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
@@ -153,6 +151,29 @@ package final class Application: Sendable {
                 ]
             },
             moreMetrics: { refresher?.metricsText.text ?? "" })
+    }
+
+    /// What is wrong with the gateway secret file's mode, if anything: readable by other users,
+    /// or by a group attestd is not in. Readable by attestd's own group is fine: the package
+    /// installs it root:attestd 0640, so that attestd reads it and cannot change it.
+    static func secretFileWarning(_ file: String) -> (message: String, mode: String)? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+            let mode = attributes[.posixPermissions] as? Int
+        else { return nil }
+        let octal = String(mode, radix: 8)
+        if mode & 0o007 != 0 {
+            return (
+                "the gateway secret file can be read by other users: chmod o-rwx it (0640 root:attestd as the package installs it)", octal
+            )
+        }
+        guard mode & 0o070 != 0, let group = (attributes[.groupOwnerAccountID] as? NSNumber).map({ gid_t($0.uint32Value) }) else {
+            return nil
+        }
+        var groups = [gid_t](repeating: 0, count: Int(max(0, getgroups(0, nil))))
+        let count = getgroups(Int32(groups.count), &groups)
+        let own = Set([getegid()] + groups.prefix(Int(max(0, count))))
+        guard !own.contains(group) else { return nil }
+        return ("the gateway secret file can be read by a group attestd is not in: chgrp it to attestd's group, or chmod 600 it", octal)
     }
 
     /// The refresher the configuration asks for (nil without a secrets key file or with interval 0).
