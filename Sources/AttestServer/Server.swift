@@ -11,6 +11,8 @@ package final class Server: Sendable {
     package let application: Application
     package let http: HTTPServer
     let logger: Logger
+    /// The purge's timer, once `startPurging` has run.
+    private let purgeTimer = Mutex<PurgeTimer?>(nil)
 
     /// The router (the application's).
     package var router: Router { application.router }
@@ -60,9 +62,12 @@ package final class Server: Sendable {
             ])
     }
 
-    /// Stops accepting, lets in-flight requests finish, closes the listener, then the store.
+    /// Stops accepting, lets in-flight requests finish, closes the listener, stops the purge
+    /// (waiting up to 5 s for one under way), then closes the store: no purge writes after the
+    /// store's last checkpoint.
     package func stop() {
         http.stop()
+        purgeTimer.withLock { $0 }?.stop(waitingAtMost: .seconds(5))
         application.close()
         logger.log(.info, "stopped")
     }
@@ -72,9 +77,10 @@ package final class Server: Sendable {
     /// See `Application.purge`.
     package func purge() { application.purge() }
 
-    /// Purges now and then every `seconds`, on a queue of its own (`PurgeTimer`).
-    package func startPurging(every seconds: Int) -> PurgeTimer {
-        PurgeTimer(every: seconds) { [self] in purge() }
+    /// Purges now and then every `seconds`, on a queue of its own (`PurgeTimer`), until `stop`.
+    package func startPurging(every seconds: Int) {
+        let timer = PurgeTimer(every: seconds) { [self] in purge() }
+        purgeTimer.withLock { $0 = timer }
     }
     /// See `Application.refreshStatistics`.
     package func refreshStatistics() { application.refreshStatistics() }
@@ -119,17 +125,27 @@ final class RefusalLog: Sendable {
 /// database; while it waited for a database that had stopped answering, SIGTERM and SIGHUP
 /// waited with it (issue 18, M4).
 package final class PurgeTimer: Sendable {
-    // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `cancel` uses it after.
+    // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `stop` uses it after.
     private nonisolated(unsafe) let timer: any DispatchSourceTimer
+    private let queue = DispatchQueue(label: "attestd.purge")
 
-    init(every seconds: Int, _ job: @escaping @Sendable () -> Void) {
-        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attestd.purge"))
+    /// Runs `job` now and then every `seconds` (at least 1).
+    package init(every seconds: Int, _ job: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now(), repeating: .seconds(max(1, seconds)))
         timer.setEventHandler(handler: job)
         timer.resume()
         self.timer = timer
     }
 
-    /// Stops the timer (a job already running finishes).
-    package func cancel() { timer.cancel() }
+    /// Runs the job no more, and waits for one under way to finish, at most `limit`; true when
+    /// none is under way any more.
+    @discardableResult
+    package func stop(waitingAtMost limit: Duration) -> Bool {
+        timer.cancel()
+        let idle = DispatchSemaphore(value: 0)
+        queue.async { idle.signal() }
+        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        return idle.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success
+    }
 }

@@ -62,6 +62,6 @@ do {
 
 // Expired challenges and tokens are purged now and periodically, never on the main queue: the
 // signal handlers above run there, and a purge can wait for the database (PurgeTimer).
-let purgeTimer = server.startPurging(every: configuration.purgeIntervalSeconds)
+server.startPurging(every: configuration.purgeIntervalSeconds)
 
-withExtendedLifetime((signals, reloadSignal, purgeTimer)) { dispatchMain() }
+withExtendedLifetime((signals, reloadSignal)) { dispatchMain() }
