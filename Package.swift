@@ -8,6 +8,7 @@
 //   AttestCore -> AttestSimulator (synthetic PKI and device, HTTP client, device flow) -> AttestCLI, attest-load
 //   AttestOptions (the one option parser, no dependencies) -> AttestHTTP, AttestCLI, attest-bench, attest-load
 //   AttestSimulator -> AttestTesting (fixtures, test stores) -> tests and attest-bench only; no product links it.
+//   AttestClient (the app's library: Foundation, and AttestCrypto on Linux only) -> AttestClientSimulator (with AttestSimulator)
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -17,8 +18,13 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "attestd",
-    platforms: [.macOS(.v15)],
+    // The minimums are App Attest's (DCAppAttestService), for the AttestClient library an app links;
+    // the server's targets build on Linux only (docs/ARCHITECTURE.md, "Platforms").
+    platforms: [.iOS(.v14), .macOS(.v11), .macCatalyst(.v14), .tvOS(.v15), .watchOS(.v9), .visionOS(.v1)],
     products: [
+        // For apps: the client, and a synthetic device for tests, demos and Linux.
+        .library(name: "AttestClient", targets: ["AttestClient"]),
+        .library(name: "AttestClientSimulator", targets: ["AttestClientSimulator"]),
         .executable(name: "attestd", targets: ["attestd"]),
         .executable(name: "attestctl", targets: ["attestctl"]),
         .executable(name: "attest-bench", targets: ["attest-bench"]),
@@ -37,15 +43,27 @@ let package = Package(
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
 
-        .target(name: "AttestCrypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "AttestCore", dependencies: ["AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ"], swiftSettings: strict, plugins: ["EmbedMigrations"]),
-        .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        // The one shape of every module's error type (CodedError), below everything.
+        .target(name: "AttestErrors", swiftSettings: strict),
+        .target(name: "AttestCrypto", dependencies: ["COpenSSL", "AttestErrors"], swiftSettings: strict),
+        .target(name: "AttestCore", dependencies: ["AttestCrypto", "AttestErrors"], swiftSettings: strict),
+        .target(
+            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], swiftSettings: strict,
+            plugins: ["EmbedMigrations"]),
+        .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestErrors"], swiftSettings: strict),
         .target(name: "AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.
         .target(name: "AttestObservability", dependencies: ["AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestAppleClient", dependencies: ["CLibCurl", "AttestCrypto"], swiftSettings: strict),
         .target(name: "AttestSimulator", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
+        // The app's side, a library product: Foundation only, plus CryptoKit, DeviceCheck and Security on
+        // Apple platforms; on Linux SHA-256 comes from AttestCrypto, so an app never builds the server's C libraries.
+        .target(
+            name: "AttestClient", dependencies: [.target(name: "AttestCrypto", condition: .when(platforms: [.linux]))],
+            swiftSettings: strict),
+        .target(
+            name: "AttestClientSimulator", dependencies: ["AttestClient", "AttestCore", "AttestCrypto", "AttestSimulator"],
+            swiftSettings: strict),
         // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
         .target(
             name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"], swiftSettings: strict),
@@ -119,6 +137,12 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "AttestOptionsTests", dependencies: ["AttestOptions"], swiftSettings: strict),
+        .testTarget(
+            name: "AttestClientTests",
+            dependencies: [
+                "AttestClient", "AttestClientSimulator", "AttestObservability", "AttestServer", "AttestService", "AttestStorage",
+                "AttestTesting",
+            ], swiftSettings: strict),
         .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability"], swiftSettings: strict),
         .testTarget(
             name: "AttestReceiptsTests",

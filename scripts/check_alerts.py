@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The checks of scripts/check-alerts that need more than a shell: reads the alerting rules, their
 promtool unit tests, a /metrics scrape of a fresh attestd and docs/OPERATIONS.md, and prints one
-`PASS name` or `FAIL name: why` line per check (scripts/check-alerts counts them).
+`PASS: name` or `FAIL: name: why` line per check (scripts/lib/attestd_testlib.py's Tally; scripts/check-alerts
+counts them).
 
     python3 scripts/check_alerts.py --rules deploy/prometheus/attestd-alerts.yml \\
         --tests deploy/prometheus/attestd-alerts.test.yml --metrics scrape.txt --runbook docs/OPERATIONS.md
@@ -25,6 +26,10 @@ import re
 import sys
 
 import yaml
+
+sys.dont_write_bytecode = True  # no __pycache__ in the checkout
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from attestd_testlib import Tally  # noqa: E402
 
 # Series Prometheus records itself for every scrape target: never in /metrics.
 PROMETHEUS_SERIES = {"up"}
@@ -147,18 +152,6 @@ def github_anchor(heading):
     return anchor.replace(" ", "-")
 
 
-class Report:
-    def __init__(self):
-        self.failed = 0
-
-    def check(self, name, ok, why=""):
-        if ok:
-            print(f"PASS {name}")
-        else:
-            self.failed += 1
-            print(f"FAIL {name}" + (f": {why}" if why else ""))
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rules", required=True)
@@ -166,7 +159,7 @@ def main():
     parser.add_argument("--metrics", required=True, help="a /metrics scrape of a fresh attestd")
     parser.add_argument("--runbook", required=True, help="the document the runbook annotations point into")
     arguments = parser.parse_args()
-    report = Report()
+    tally = Tally()
 
     with open(arguments.rules, encoding="utf-8") as file:
         rules = yaml.safe_load(file)
@@ -187,7 +180,7 @@ def main():
             try:
                 selectors = metric_selectors(str(rule.get("expr", "")))
             except ValueError as error:
-                report.check(f"{name}: expression readable", False, str(error))
+                tally.check(False, f"{name}: expression readable", str(error))
                 continue
             for metric, function in selectors:
                 use = uses.setdefault(metric, {"alerts": [], "functions": set(), "groups": set()})
@@ -195,7 +188,7 @@ def main():
                     use["alerts"].append(name)
                 use["functions"].add(function)
                 use["groups"].add(group["name"])
-    report.check(f"{arguments.rules} has alerts", bool(alerts), "no alerting rules found")
+    tally.check(bool(alerts), f"{arguments.rules} has alerts", "no alerting rules found")
 
     for metric in sorted(uses):
         use = uses[metric]
@@ -208,18 +201,18 @@ def main():
         pending = " (attestd does not export it yet: rule group " + ", ".join(sorted(use["groups"])) + ")"
         if family is None:
             why = "not in /metrics" if not entry else "no # TYPE line"
-            report.check(f"/metrics has {metric} with # HELP and # TYPE (used by {used_by})", False,
-                         why + (pending if any("pending" in g for g in use["groups"]) else ""))
+            tally.check(False, f"/metrics has {metric} with # HELP and # TYPE (used by {used_by})",
+                        why + (pending if any("pending" in g for g in use["groups"]) else ""))
             continue
         first_sample = entry.get("first_sample")
         in_order = "help" in entry and (first_sample is None or (entry["help"] < first_sample and entry["type"][0] < first_sample))
-        report.check(f"/metrics has {metric} with # HELP and # TYPE (used by {used_by})", in_order,
-                     "no # HELP line" if "help" not in entry else "# HELP or # TYPE comes after its first sample")
+        tally.check(in_order, f"/metrics has {metric} with # HELP and # TYPE (used by {used_by})",
+                    "no # HELP line" if "help" not in entry else "# HELP or # TYPE comes after its first sample")
         if use["functions"] & COUNTER_FUNCTIONS:
             ok = kind == "counter" or (histogram_part and kind in ("histogram", "summary"))
-            report.check(f"{metric} is a counter where rate()/increase() read it", ok, f"# TYPE is {kind}")
+            tally.check(ok, f"{metric} is a counter where rate()/increase() read it", f"# TYPE is {kind}")
         if use["functions"] & GAUGE_FUNCTIONS:
-            report.check(f"{metric} is a gauge where delta()/deriv() read it", kind == "gauge", f"# TYPE is {kind}")
+            tally.check(kind == "gauge", f"{metric} is a gauge where delta()/deriv() read it", f"# TYPE is {kind}")
 
     # Labels and annotations the on-call doc and the routing rely on; a runbook section for each.
     for _, rule in alerts:
@@ -237,21 +230,21 @@ def main():
             problems.append(f"runbook {runbook!r} does not point into {arguments.runbook}")
         elif anchor not in anchors:
             problems.append(f"{arguments.runbook} has no heading for #{anchor}")
-        report.check(f"{name}: severity, summary and a runbook section", not problems, "; ".join(problems))
+        tally.check(not problems, f"{name}: severity, summary and a runbook section", "; ".join(problems))
 
     # Each alert shown firing by the unit tests, and the tests are of this file.
     tested_files = {os.path.normpath(os.path.join(os.path.dirname(arguments.tests), f)) for f in tests.get("rule_files", [])}
-    report.check(f"{arguments.tests} tests {arguments.rules}", os.path.normpath(arguments.rules) in tested_files,
-                 f"its rule_files are {sorted(tested_files)}")
+    tally.check(os.path.normpath(arguments.rules) in tested_files, f"{arguments.tests} tests {arguments.rules}",
+                f"its rule_files are {sorted(tested_files)}")
     firing = set()
     for test in tests.get("tests", []):
         for case in test.get("alert_rule_test", []) or []:
             if case.get("exp_alerts"):
                 firing.add(case.get("alertname"))
     for _, rule in alerts:
-        report.check(f"{rule['alert']}: a unit test shows it firing", rule["alert"] in firing,
-                     f"no alert_rule_test in {arguments.tests} expects it to fire")
-    return 1 if report.failed else 0
+        tally.check(rule["alert"] in firing, f"{rule['alert']}: a unit test shows it firing",
+                    f"no alert_rule_test in {arguments.tests} expects it to fire")
+    return 1 if tally.failed else 0
 
 
 if __name__ == "__main__":

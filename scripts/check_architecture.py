@@ -13,33 +13,93 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = r"\.(target|executableTarget|testTarget|systemLibrary|plugin)\("
 
 
+def top_level_items(text, start):
+    """The items of the bracketed list opening at text[start] ("["), split at its top-level commas."""
+    depth, item, items, index = 0, "", [], start
+    in_string = False
+    while index < len(text):
+        char = text[index]
+        if in_string:
+            item += char
+            if char == "\\":
+                item += text[index + 1]
+                index += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+            item += char
+        elif char in "[(":
+            depth += 1
+            if depth > 1:
+                item += char
+        elif char in "])":
+            depth -= 1
+            if depth == 0:
+                items.append(item.strip())
+                return [i for i in items if i]
+            item += char
+        elif char == "," and depth == 1:
+            items.append(item.strip())
+            item = ""
+        elif char == "/" and text.startswith("//", index):
+            index = text.index("\n", index)
+            continue
+        else:
+            item += char
+        index += 1
+    raise ValueError("unbalanced brackets in Package.swift")
+
+
 def package_targets():
-    """{name: (kind, set of dependencies)} from Package.swift's targets array."""
+    """{name: (kind, set of dependencies, set of conditional dependencies)} from Package.swift's
+    targets array. A dependency is a string ("AttestCore") or `.target(name:condition:)` /
+    `.byName(name:condition:)`; one with a `condition:` is also in the third set."""
     with open(os.path.join(ROOT, "Package.swift")) as f:
         text = f.read()
-    text = text[text.index("targets: ["):]
-    starts = [(m.start(), m.group(1)) for m in re.finditer(KINDS, text)]
+    arguments = top_level_items(text, text.index("(", text.index("Package(")))
+    listed = [argument for argument in arguments if argument.startswith("targets:")]
+    if len(listed) != 1:
+        raise ValueError("Package.swift: Package(...) has no targets argument")
     targets = {}
-    for index, (start, kind) in enumerate(starts):
-        end = starts[index + 1][0] if index + 1 < len(starts) else len(text)
-        block = text[start:end]
-        name = re.search(r'name:\s*"([^"]+)"', block).group(1)
-        listed = re.search(r"dependencies:\s*\[(.*?)\]", block, re.S)
-        targets[name] = (kind, set(re.findall(r'"([^"]+)"', listed.group(1))) if listed else set())
+    for item in top_level_items(listed[0], listed[0].index("[")):
+        kind = re.match(r"\.(target|executableTarget|testTarget|systemLibrary|plugin)\(", item)
+        if not kind:
+            raise ValueError("Package.swift: cannot read the target %r" % item[:60])
+        name = re.search(r'name:\s*"([^"]+)"', item).group(1)
+        dependencies, conditional = set(), set()
+        listed = re.search(r"dependencies:\s*\[", item)
+        if listed:
+            for dependency in top_level_items(item, listed.end() - 1):
+                dependency_name = re.search(r'"([^"]+)"', dependency).group(1)
+                dependencies.add(dependency_name)
+                if "condition:" in dependency:
+                    conditional.add(dependency_name)
+        targets[name] = (kind.group(1), dependencies, conditional)
     return targets
 
 
-def imports(directory, modules):
-    """The modules of this package that the Swift files under `directory` import."""
-    found = set()
+def imports(directory, modules, conditional=()):
+    """The modules of this package that the Swift files under `directory` import, and the
+    `conditional` ones imported outside any `#if` (which would break the platforms the
+    dependency's condition leaves out)."""
+    found, unguarded = set(), set()
     pattern = re.compile(r"^\s*(?:@\w+\s+)?(?:(?:package|internal|public|private|fileprivate)\s+)?import\s+(\w+)")
     for path in glob.glob(os.path.join(directory, "**", "*.swift"), recursive=True):
+        depth = 0
         with open(path) as f:
             for line in f:
+                stripped = line.strip()
+                if stripped.startswith("#if"):
+                    depth += 1
+                elif stripped.startswith("#endif"):
+                    depth -= 1
                 match = pattern.match(line)
                 if match and match.group(1) in modules:
                     found.add(match.group(1))
-    return found
+                    if depth == 0 and match.group(1) in conditional:
+                        unguarded.add("%s (%s)" % (match.group(1), os.path.relpath(path, ROOT)))
+    return found, unguarded
 
 
 def documented():
@@ -61,7 +121,7 @@ def main():
     docs = documented()
     problems = []
     importers = {}
-    for name, (kind, dependencies) in sorted(targets.items()):
+    for name, (kind, dependencies, conditional) in sorted(targets.items()):
         if kind in ("systemLibrary", "plugin"):
             continue
         base = "Tests" if kind == "testTarget" else "Sources"
@@ -69,7 +129,9 @@ def main():
         if not os.path.isdir(directory):
             problems.append("%s: no directory %s/%s" % (name, base, name))
             continue
-        used = imports(directory, modules)
+        used, unguarded = imports(directory, modules, conditional)
+        for module in sorted(unguarded):
+            problems.append("%s imports %s outside #if, but depends on it only under a condition" % (name, module))
         for module in used:
             if targets[module][0] == "systemLibrary":
                 importers.setdefault(module, set()).add(name)
@@ -84,7 +146,7 @@ def main():
             elif docs[name] != dependencies:
                 problems.append("docs/ARCHITECTURE.md says %s may import %s; Package.swift says %s" % (
                     name, ", ".join(sorted(docs[name])) or "-", ", ".join(sorted(dependencies)) or "-"))
-    for name, (kind, _) in sorted(targets.items()):
+    for name, (kind, _, _) in sorted(targets.items()):
         if kind == "systemLibrary" and len(importers.get(name, ())) != 1:
             problems.append("%s is imported by %s, not by exactly one Swift target" % (name, ", ".join(sorted(importers.get(name, ()))) or "none"))
     for problem in problems:

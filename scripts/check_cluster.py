@@ -42,7 +42,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from attestd_testlib import Attestd, Tally, create_integration  # noqa: E402
+from attestd_testlib import Attestd, Tally, create_integration, free_port  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "fixtures", "appattest", "recorded")
@@ -70,12 +70,6 @@ def request(port, method, path, body=None, headers=None, timeout=10.0):
 
 def b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
@@ -446,8 +440,7 @@ def main():
         else:
             shutil.rmtree(work, ignore_errors=True)
     print("check-cluster: %.0f s" % (time.monotonic() - started))
-    print(tally.summary())
-    sys.exit(1 if tally.failed else 0)
+    sys.exit(tally.finish())
 
 
 def postgres_reset(pg_url):

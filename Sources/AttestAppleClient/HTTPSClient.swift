@@ -8,10 +8,7 @@ package struct HTTPClientError: Error, Sendable, Equatable, CustomStringConverti
     /// libcurl's sentence for it (never the request's headers or body).
     package let reason: String
 
-    package init(code: String, reason: String) {
-        self.code = code
-        self.reason = reason
-    }
+    package init(code: String, reason: String) { (self.code, self.reason) = (code, reason) }
 
     package var description: String { "\(code): \(reason)" }
 }
@@ -23,9 +20,7 @@ package struct HTTPClientResponse: Sendable, Equatable {
     package var body: [UInt8]
 
     package init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
-        self.status = status
-        self.headers = headers
-        self.body = body
+        (self.status, self.headers, self.body) = (status, headers, body)
     }
 
     /// The first header named `name` (lowercase).

@@ -33,15 +33,11 @@ enum IncidentCommands {
             hash = bytes
         default: throw UsageError(message: "give the token or --sha256, one of them")
         }
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            let found = try IntegrationCommands.admin(store, io, options).revokeToken(hash: hash)
+        return IntegrationCommands.administering("token revoke", options, io) { admin throws(ServiceError) -> Int32 in
+            let found = try admin.revokeToken(hash: hash)
             io.standardOutput(
                 found ? "revoked token \(Hex.encode(hash))\n" : "no live token \(Hex.encode(hash)) (expired or never issued)\n")
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl token revoke: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
@@ -56,46 +52,34 @@ enum IncidentCommands {
     static func runBlockDevice(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let text = options.positionals[0]
         let keyID = try keyID(text)
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            guard let tokens = try IntegrationCommands.admin(store, io, options).blockDevice(keyID: keyID) else {
+        return IntegrationCommands.administering("device block", options, io) { admin throws(ServiceError) -> Int32 in
+            guard let tokens = try admin.blockDevice(keyID: keyID) else {
                 io.standardError("attestctl device block: no device \(text)\n")
                 return ExitCode.failure
             }
             io.standardOutput("blocked device \(Hex.encode(keyID)): \(tokens) tokens revoked\n")
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl device block: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
     static func runAuditList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let start =
-            try options.value(since).map { text throws(UsageError) -> Int64 in
-                guard let value = Int64(text), value >= 0 else { throw UsageError(message: "--since takes Unix seconds") }
-                return value
-            } ?? 0
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            let entries = try IntegrationCommands.admin(store, io, options).auditLog(since: start)
+        let start = try options.integer(since, in: 0...Int64.max, unit: " (Unix seconds)") ?? 0
+        return IntegrationCommands.administering("audit list", options, io) { admin throws(ServiceError) -> Int32 in
+            let entries = try admin.auditLog(since: start)
             if options.flag(IntegrationCommands.json) {
                 let values = entries.map { entry in
                     JSONValue.object([
-                        ("action", entry.action), ("actor", entry.actor), ("at", entry.at), ("detail", entry.detail),
+                        ("action", entry.action.rawValue), ("actor", entry.actor), ("at", entry.at), ("detail", entry.detail),
                         ("target", entry.target),
                     ])
                 }
                 io.standardOutput(JSONText.render(.array(values), pretty: true) + "\n")
             } else {
                 for entry in entries {
-                    io.standardOutput("\(entry.at)  \(entry.actor)  \(entry.action)  \(entry.target)  \(entry.detail)\n")
+                    io.standardOutput("\(entry.at)  \(entry.actor)  \(entry.action.rawValue)  \(entry.target)  \(entry.detail)\n")
                 }
             }
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl audit list: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 }

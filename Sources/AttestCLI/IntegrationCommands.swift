@@ -80,6 +80,20 @@ enum IntegrationCommands {
         }
     }
 
+    /// Opens the database, runs `body` with the administrator's use cases, and reports a service
+    /// failure as `attestctl COMMAND: reason` with exit 1.
+    static func administering(
+        _ command: String, _ options: ParsedOptions, _ io: ToolIO, _ body: (IntegrationAdmin) throws(ServiceError) -> Int32
+    ) -> Int32 {
+        guard let store = openStore(options, io) else { return ExitCode.failure }
+        do {
+            return try body(admin(store, io, options))
+        } catch {
+            io.standardError("attestctl \(command): \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
     /// The person behind an action: `--actor`, else the user who ran sudo, else the user.
     static func actorName(_ options: ParsedOptions, _ io: ToolIO) -> String {
         options.value(actor) ?? io.environment["SUDO_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? io.environment["USER"] ?? "unknown"
@@ -111,11 +125,11 @@ enum IntegrationCommands {
         case "development": environments = [.development]
         case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
         }
-        let limit = try PolicyOptions.number(options.value(maxLiveTokens), "max-live-tokens-per-device", in: 1...1000)
+        let limit = try options.integer(maxLiveTokens, in: 1...1000)
         let policy = IntegrationPolicy(
             requireValidReceipt: options.flag(requireValidReceipt),
-            maxRiskMetric: try PolicyOptions.number(options.value(maxRiskMetric), "max-risk-metric", in: 0...1_000_000),
-            maxNewKeysPerHour: try PolicyOptions.number(options.value(maxNewKeys), "max-new-keys-per-hour", in: 1...1_000_000))
+            maxRiskMetric: try options.integer(maxRiskMetric, in: 0...1_000_000),
+            maxNewKeysPerHour: try options.integer(maxNewKeys, in: 1...1_000_000))
         guard let store = openStore(options, io) else { return ExitCode.failure }
         let admin = admin(store, io, options)
         do {
@@ -134,9 +148,7 @@ enum IntegrationCommands {
 
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let clientID = options.positionals[0]
-        guard let store = openStore(options, io) else { return ExitCode.failure }
-        let admin = admin(store, io, options)
-        do {
+        return administering("integration revoke", options, io) { admin throws(ServiceError) -> Int32 in
             guard let record = try admin.show(clientID: clientID) else {
                 io.standardError("attestctl integration revoke: no integration \(clientID)\n")
                 return ExitCode.failure
@@ -165,18 +177,14 @@ enum IntegrationCommands {
                 io.standardOutput("\(clientID) was already revoked; nothing changed\n")
             }
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl integration revoke: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
     static func runSuspend(_ options: ParsedOptions, _ io: ToolIO, _ suspend: Bool) -> Int32 {
         let clientID = options.positionals[0]
         let verb = suspend ? "suspend" : "resume"
-        guard let store = openStore(options, io) else { return ExitCode.failure }
-        do {
-            switch try admin(store, io, options).setSuspended(clientID: clientID, suspend) {
+        return administering("integration \(verb)", options, io) { admin throws(ServiceError) -> Int32 in
+            switch try admin.setSuspended(clientID: clientID, suspend) {
             case nil:
                 io.standardError("attestctl integration \(verb): no integration \(clientID)\n")
                 return ExitCode.failure
@@ -188,16 +196,12 @@ enum IntegrationCommands {
                     suspend ? "suspended \(clientID): its tokens and devices are refused until resumed\n" : "resumed \(clientID)\n")
                 return ExitCode.success
             }
-        } catch {
-            io.standardError("attestctl integration \(verb): \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = openStore(options, io) else { return ExitCode.failure }
-        do {
-            let records = try admin(store, io, options).list()
+        return administering("integration list", options, io) { admin throws(ServiceError) -> Int32 in
+            let records = try admin.list()
             if options.flag(json) {
                 io.standardOutput(IntegrationJSON.encode(.array(records.map(IntegrationJSON.value))))
             } else {
@@ -207,16 +211,12 @@ enum IntegrationCommands {
                 }
             }
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl integration list: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = openStore(options, io) else { return ExitCode.failure }
-        do {
-            guard let record = try admin(store, io, options).show(clientID: options.positionals[0]) else {
+        return administering("integration show", options, io) { admin throws(ServiceError) -> Int32 in
+            guard let record = try admin.show(clientID: options.positionals[0]) else {
                 io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
                 return ExitCode.failure
             }
@@ -231,15 +231,12 @@ enum IntegrationCommands {
                     name:         \(record.name)
                     team_id:      \(record.teamID)
                     bundle_ids:   \(record.bundleIDs.joined(separator: ", "))
-                    environments: \(record.environments.joined(separator: ", "))
+                    environments: \(record.environments.map(\.rawValue).joined(separator: ", "))
                     created_at:   \(record.createdAt)
 
                     """)
             }
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl integration show: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 }
@@ -249,7 +246,7 @@ enum IntegrationJSON {
     static func value(_ record: IntegrationRecord) -> JSONValue {
         .object([
             ("bundle_ids", record.bundleIDs), ("client_id", record.clientID), ("created_at", record.createdAt),
-            ("environments", record.environments), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
+            ("environments", record.environments.map(\.rawValue)), ("max_live_tokens_per_device", record.maxLiveTokensPerDevice),
             ("max_new_keys_per_hour", record.policy.maxNewKeysPerHour), ("max_risk_metric", record.policy.maxRiskMetric),
             ("name", record.name),
             ("require_valid_receipt", record.policy.requireValidReceipt),

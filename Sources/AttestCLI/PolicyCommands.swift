@@ -34,10 +34,10 @@ enum PolicyCommands {
         options: [IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json], positionals: ["KEY_ID"], run: runShow)
 
     /// `N|none` for an optional limit: nil when not given (keep), `.some(nil)` for none.
-    static func limit(_ text: String?, _ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int?? {
-        guard let text else { return nil }
+    static func limit(_ options: ParsedOptions, _ spec: OptionSpec, in range: ClosedRange<Int>) throws(UsageError) -> Int?? {
+        guard let text = options.value(spec) else { return nil }
         if text == "none" { return .some(nil) }
-        return .some(try PolicyOptions.number(text, name, in: range))
+        return .some(try spec.integer(text, in: range))
     }
 
     static func runUpdate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
@@ -49,9 +49,9 @@ enum PolicyCommands {
         case "no": require = false
         case let other?: throw UsageError(message: "--require-valid-receipt takes yes or no, not '\(other)'")
         }
-        let risk = try limit(options.value(maxRiskMetric), "max-risk-metric", in: 0...1_000_000)
-        let keys = try limit(options.value(maxNewKeys), "max-new-keys-per-hour", in: 1...1_000_000)
-        let tokens = try limit(options.value(maxLiveTokens), "max-live-tokens-per-device", in: 1...1000)
+        let risk = try limit(options, maxRiskMetric, in: 0...1_000_000)
+        let keys = try limit(options, maxNewKeys, in: 1...1_000_000)
+        let tokens = try limit(options, maxLiveTokens, in: 1...1000)
         guard require != nil || risk != nil || keys != nil || tokens != nil else {
             throw UsageError(message: "give at least one setting to change")
         }
@@ -85,12 +85,12 @@ enum PolicyCommands {
             device.receiptState.map { state in
                 .object([
                     ("created_at", state.createdAt), ("expires_at", state.expiresAt), ("refreshed_at", state.refreshedAt),
-                    ("risk_metric", state.riskMetric), ("type", state.type), ("verdict", state.verdict),
+                    ("risk_metric", state.riskMetric), ("type", state.type?.rawValue), ("verdict", state.verdict.description),
                 ])
             } ?? .null
         return .object([
             ("app_id", device.appID), ("client_id", device.clientID), ("counter", device.counter), ("created_at", device.createdAt),
-            ("environment", device.environment), ("key_id", Base64Text.encode(device.keyID, .standard)),
+            ("environment", device.environment.rawValue), ("key_id", Base64Text.encode(device.keyID, .standard)),
             ("key_id_hex", Hex.encode(device.keyID)),
             ("live_tokens", summary.liveTokens), ("receipt", receipt), ("status", device.status.rawValue),
         ])
@@ -99,55 +99,36 @@ enum PolicyCommands {
     static func line(_ summary: DeviceSummary) -> String {
         let device = summary.device
         let receipt =
-            device.receiptState.map { "\($0.verdict) \($0.type ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" } ?? "unchecked"
+            device.receiptState.map { "\($0.verdict) \($0.type?.rawValue ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" }
+            ?? "unchecked"
         return
-            "\(Base64Text.encode(device.keyID, .standard))  \(device.status.rawValue)  counter=\(device.counter)  \(device.environment)  "
+            "\(Base64Text.encode(device.keyID, .standard))  \(device.status.rawValue)  counter=\(device.counter)  \(device.environment.rawValue)  "
             + "receipt=\(receipt)  tokens=\(summary.liveTokens)\n"
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            let devices = try IntegrationCommands.admin(store, io, options).devices(clientID: options.required(clientID))
+        return IntegrationCommands.administering("device list", options, io) { admin throws(ServiceError) -> Int32 in
+            let devices = try admin.devices(clientID: options.required(clientID))
             if options.flag(IntegrationCommands.json) {
                 io.standardOutput(JSONText.render(.array(devices.map(value)), pretty: true) + "\n")
             } else {
                 for device in devices { io.standardOutput(line(device)) }
             }
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl device list: \(error.reason)\n")
-            return ExitCode.failure
         }
     }
 
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let text = options.positionals[0]
         let keyID = try IncidentCommands.keyID(text)
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
-        do {
-            guard let device = try IntegrationCommands.admin(store, io, options).device(keyID: keyID) else {
+        return IntegrationCommands.administering("device show", options, io) { admin throws(ServiceError) -> Int32 in
+            guard let device = try admin.device(keyID: keyID) else {
                 io.standardError("attestctl device show: no device \(text)\n")
                 return ExitCode.failure
             }
             io.standardOutput(
                 options.flag(IntegrationCommands.json) ? JSONText.render(value(device), pretty: true) + "\n" : line(device))
             return ExitCode.success
-        } catch {
-            io.standardError("attestctl device show: \(error.reason)\n")
-            return ExitCode.failure
         }
-    }
-}
-
-/// Parsing of the numeric policy options.
-enum PolicyOptions {
-    /// `text` as a whole number within `range`; nil when not given.
-    static func number(_ text: String?, _ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
-        guard let text else { return nil }
-        guard let number = Int(text), range.contains(number) else {
-            throw UsageError(message: "--\(name) takes \(range.lowerBound) to \(range.upperBound)")
-        }
-        return number
     }
 }

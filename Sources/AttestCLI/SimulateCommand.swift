@@ -112,24 +112,12 @@ enum SimulateCommand {
         case "development": environment = .development
         case let other: throw UsageError(message: "--environment takes production or development, not '\(other)'")
         }
-        let devices = try number(Self.devices, given(Self.devices), in: 1...1_000_000)
-        let refreshes =
-            try options.value(Self.refreshes).map { text throws(UsageError) in try number(Self.refreshes, text, in: 0...10_000) } ?? 1
-        let concurrency =
-            try options.value(Self.concurrency).map { text throws(UsageError) in
-                try number(Self.concurrency, text, in: 1...maximumConcurrency)
-            }
-            ?? maximumConcurrency
+        let devices = try Self.devices.integer(given(Self.devices), in: 1...1_000_000)
+        let refreshes = try options.integer(Self.refreshes, in: 0...10_000) ?? 1
+        let concurrency = try options.integer(Self.concurrency, in: 1...maximumConcurrency) ?? maximumConcurrency
         return SimulationPlan(
             host: host, port: port, clientID: clientID, appID: appID, environment: environment, devices: devices, refreshes: refreshes,
             concurrency: min(devices, concurrency))
-    }
-
-    static func number(_ spec: OptionSpec, _ text: String, in range: ClosedRange<Int>) throws(UsageError) -> Int {
-        guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int(text), range.contains(value) else {
-            throw UsageError(message: "--\(spec.name) takes a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
-        }
-        return value
     }
 
     /// `http://IPv4:PORT` or `http://[IPv6]:PORT`, optionally with a final `/`. The simulator speaks

@@ -117,11 +117,7 @@ enum VerifyCommands {
     static func runAssertion(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let clientDataHash = try base64Argument(options, Assertion.clientDataHash)
         let appID = try appIDArgument(options.required(Assertion.appID))
-        var previous: UInt32 = 0
-        if let text = options.value(Assertion.previousCounter) {
-            guard let value = UInt32(text) else { throw UsageError(message: "--previous-counter takes 0 to 4294967295, not '\(text)'") }
-            previous = value
-        }
+        let previous = try options.integer(Assertion.previousCounter, in: 0...UInt32.max) ?? 0
         let report: Report
         do {
             let object = try objectArgument(options.required(Assertion.object), io: io)

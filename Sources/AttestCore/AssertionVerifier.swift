@@ -14,11 +14,9 @@ package struct AssertionInput: Sendable {
     package var previousCounter: UInt32
 
     package init(object: [UInt8], clientDataHash: [UInt8], publicKey: PublicKey, appIDs: [AppID], previousCounter: UInt32) {
-        self.object = object
-        self.clientDataHash = clientDataHash
-        self.publicKey = publicKey
-        self.appIDs = appIDs
-        self.previousCounter = previousCounter
+        (self.object, self.clientDataHash, self.publicKey, self.appIDs, self.previousCounter) = (
+            object, clientDataHash, publicKey, appIDs, previousCounter
+        )
     }
 }
 

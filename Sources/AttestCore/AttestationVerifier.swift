@@ -19,12 +19,9 @@ package struct AttestationInput: Sendable {
         object: [UInt8], keyID: [UInt8], clientDataHash: [UInt8], appIDs: [AppID],
         allowedEnvironments: Set<AppAttestEnvironment>, time: Int64
     ) {
-        self.object = object
-        self.keyID = keyID
-        self.clientDataHash = clientDataHash
-        self.appIDs = appIDs
-        self.allowedEnvironments = allowedEnvironments
-        self.time = time
+        (self.object, self.keyID, self.clientDataHash, self.appIDs, self.allowedEnvironments, self.time) = (
+            object, keyID, clientDataHash, appIDs, allowedEnvironments, time
+        )
     }
 }
 

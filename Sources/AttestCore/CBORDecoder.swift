@@ -18,9 +18,7 @@ package enum CBORDecoder {
         package var maximumItems: Int
 
         package init(maximumDepth: Int, allowsIndefiniteLength: Bool, maximumItems: Int) {
-            self.maximumDepth = maximumDepth
-            self.allowsIndefiniteLength = allowsIndefiniteLength
-            self.maximumItems = maximumItems
+            (self.maximumDepth, self.allowsIndefiniteLength, self.maximumItems) = (maximumDepth, allowsIndefiniteLength, maximumItems)
         }
 
         /// For App Attest objects: depth 8, definite lengths only, at most 512 items.

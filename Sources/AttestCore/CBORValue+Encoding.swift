@@ -8,6 +8,19 @@ extension CBORValue {
         return out
     }
 
+    /// A byte or text string (major type 2 or 3) of definite length.
+    private static func string(_ major: UInt8, _ bytes: [UInt8], into out: inout [UInt8]) {
+        head(major, UInt64(bytes.count), into: &out)
+        out += bytes
+    }
+
+    /// An indefinite-length string: the `start` byte, each chunk, then the break byte.
+    private static func indefinite(_ start: UInt8, _ chunks: [CBORValue], into out: inout [UInt8]) {
+        out.append(start)
+        for chunk in chunks { chunk.encode(into: &out) }
+        out.append(0xFF)
+    }
+
     private static func head(_ major: UInt8, _ argument: UInt64, into out: inout [UInt8]) {
         let type = major << 5
         switch argument {
@@ -27,21 +40,10 @@ extension CBORValue {
         switch self {
         case .unsigned(let value): Self.head(0, value, into: &out)
         case .negative(let value): Self.head(1, value, into: &out)
-        case .bytes(let bytes):
-            Self.head(2, UInt64(bytes.count), into: &out)
-            out += bytes
-        case .byteChunks(let chunks):
-            out.append(0x5F)
-            for chunk in chunks { CBORValue.bytes(chunk).encode(into: &out) }
-            out.append(0xFF)
-        case .text(let text):
-            let utf8 = Array(text.utf8)
-            Self.head(3, UInt64(utf8.count), into: &out)
-            out += utf8
-        case .textChunks(let chunks):
-            out.append(0x7F)
-            for chunk in chunks { CBORValue.text(chunk).encode(into: &out) }
-            out.append(0xFF)
+        case .bytes(let bytes): Self.string(2, bytes, into: &out)
+        case .byteChunks(let chunks): Self.indefinite(0x5F, chunks.map(CBORValue.bytes), into: &out)
+        case .text(let text): Self.string(3, Array(text.utf8), into: &out)
+        case .textChunks(let chunks): Self.indefinite(0x7F, chunks.map(CBORValue.text), into: &out)
         case .array(let items):
             Self.head(4, UInt64(items.count), into: &out)
             for item in items { item.encode(into: &out) }

@@ -61,8 +61,5 @@ package struct CBORMapEntry: Sendable, Hashable {
     package var key: CBORValue
     package var value: CBORValue
 
-    package init(key: CBORValue, value: CBORValue) {
-        self.key = key
-        self.value = value
-    }
+    package init(key: CBORValue, value: CBORValue) { (self.key, self.value) = (key, value) }
 }

@@ -22,11 +22,7 @@ package struct ReceiptInput: Sendable {
     package var time: Int64
 
     package init(receipt: [UInt8], appID: AppID, certificate: [UInt8]?, expectedType: ReceiptType?, time: Int64) {
-        self.receipt = receipt
-        self.appID = appID
-        self.certificate = certificate
-        self.expectedType = expectedType
-        self.time = time
+        (self.receipt, self.appID, self.certificate, self.expectedType, self.time) = (receipt, appID, certificate, expectedType, time)
     }
 }
 

@@ -9,11 +9,7 @@ package struct CertificateTemplate: Sendable {
         package var isCritical: Bool
         package var value: [UInt8]
 
-        package init(oid: String, isCritical: Bool, value: [UInt8]) {
-            self.oid = oid
-            self.isCritical = isCritical
-            self.value = value
-        }
+        package init(oid: String, isCritical: Bool, value: [UInt8]) { (self.oid, self.isCritical, self.value) = (oid, isCritical, value) }
     }
 
     package var commonName: String

@@ -14,10 +14,7 @@ package indirect enum JSONValue: Sendable, Equatable {
         package let value: JSONValue
 
         /// A member `key: value`.
-        package init(_ key: String, _ value: JSONValue) {
-            self.key = key
-            self.value = value
-        }
+        package init(_ key: String, _ value: JSONValue) { (self.key, self.value) = (key, value) }
     }
 
     /// A value from a Swift value: strings, integers, floating point, booleans, nil, arrays of

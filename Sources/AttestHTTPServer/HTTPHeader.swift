@@ -6,10 +6,7 @@ package struct HTTPHeader: Sendable, Hashable {
     package let value: String
 
     /// Makes a header field.
-    package init(name: String, value: String) {
-        self.name = name
-        self.value = value
-    }
+    package init(name: String, value: String) { (self.name, self.value) = (name, value) }
 }
 
 extension String {

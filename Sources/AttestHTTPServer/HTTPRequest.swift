@@ -19,12 +19,9 @@ package struct HTTPRequest: Sendable {
         method: String, path: String, query: String? = nil, headers: [HTTPHeader] = [], body: [UInt8] = [],
         remoteAddress: String = "127.0.0.1"
     ) {
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-        self.remoteAddress = remoteAddress
+        (self.method, self.path, self.query, self.headers, self.body, self.remoteAddress) = (
+            method, path, query, headers, body, remoteAddress
+        )
     }
 
     /// Makes a request from a raw request target, splitting off the query at the first `?`.

@@ -10,8 +10,6 @@ package struct HTTPResponse: Sendable {
 
     /// Makes a response.
     package init(status: Int, headers: [HTTPHeader] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
+        (self.status, self.headers, self.body) = (status, headers, body)
     }
 }

@@ -8,16 +8,14 @@ enum SocketAddress {
     /// Parses an address literal; nil for anything else (names are not resolved).
     init?(host: String, port: UInt16) {
         var v4 = sockaddr_in()
+        (v4.sin_family, v4.sin_port) = (sa_family_t(AF_INET), port.bigEndian)
         if inet_pton(AF_INET, host, &v4.sin_addr) == 1 {
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = port.bigEndian
             self = .v4(v4)
             return
         }
         var v6 = sockaddr_in6()
+        (v6.sin6_family, v6.sin6_port) = (sa_family_t(AF_INET6), port.bigEndian)
         if inet_pton(AF_INET6, host, &v6.sin6_addr) == 1 {
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = port.bigEndian
             self = .v6(v6)
             return
         }

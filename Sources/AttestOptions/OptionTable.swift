@@ -87,9 +87,7 @@ package struct ParsedOptions: Sendable {
     package let positionals: [String]
 
     fileprivate init(table: OptionTable, values: [String: [String]], positionals: [String]) {
-        self.table = table
-        self.values = values
-        self.positionals = positionals
+        (self.table, self.values, self.positionals) = (table, values, positionals)
     }
 
     private func lookup(_ spec: OptionSpec) -> [String]? {

@@ -84,7 +84,7 @@ package final class ReceiptRefresher: Sendable {
         let fallbackAppID: String?
     }
 
-    let store: any TokenStore
+    let store: any ReceiptStore
     let apple: AppleAttestationDataClient
     let verifier: ReceiptVerifier
     let secretsKey: [UInt8]
@@ -99,16 +99,12 @@ package final class ReceiptRefresher: Sendable {
 
     /// A refresher; nothing runs until `start()` (or a test's `runPass()`).
     package init(
-        store: any TokenStore, apple: AppleAttestationDataClient, verifier: ReceiptVerifier, secretsKey: [UInt8], clock: any WallClock,
+        store: any ReceiptStore, apple: AppleAttestationDataClient, verifier: ReceiptVerifier, secretsKey: [UInt8], clock: any WallClock,
         logger: Logger, settings: ReceiptRefresherSettings = ReceiptRefresherSettings()
     ) {
-        self.store = store
-        self.apple = apple
-        self.verifier = verifier
-        self.secretsKey = secretsKey
-        self.clock = clock
-        self.logger = logger
-        self.settings = settings
+        (self.store, self.apple, self.verifier, self.secretsKey, self.clock, self.logger, self.settings) = (
+            store, apple, verifier, secretsKey, clock, logger, settings
+        )
     }
 
     /// Every outcome counted since start, by outcome (each present, zero when none).
@@ -248,7 +244,7 @@ package final class ReceiptRefresher: Sendable {
 
     /// One exchange and what it leaves in the store.
     private func exchange(_ device: DeviceRecord, credentials: Credentials, at now: Int64) -> RefreshOutcome {
-        let answer = apple.exchange(receipt: device.receipt, jwt: credentials.jwt, environment: device.environment)
+        let answer = apple.exchange(receipt: device.receipt, jwt: credentials.jwt, environment: device.environment.rawValue)
         let keyID = Hex.encode(device.keyID)
         func failed(_ outcome: RefreshOutcome, status: Int?, detail: String, perIntegration: Bool, retryAfter: Int? = nil) -> RefreshOutcome
         {
@@ -284,7 +280,7 @@ package final class ReceiptRefresher: Sendable {
                 return failed(.invalidReceipt, status: 200, detail: error.code.identifier, perIntegration: false)
             }
             let receiptState = ReceiptState(
-                verdict: "valid", type: verified.type.rawValue, createdAt: verified.createdAt, expiresAt: verified.expiresAt,
+                verdict: .valid, type: verified.type, createdAt: verified.createdAt, expiresAt: verified.expiresAt,
                 riskMetric: verified.riskMetric, refreshedAt: now)
             do {
                 try store.updateReceipt(keyID: device.keyID, receipt: receipt, state: receiptState)

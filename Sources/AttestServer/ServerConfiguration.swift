@@ -70,20 +70,25 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// option is adding one entry to `settings`; parsing and help are made from that list.
     struct Setting: Sendable {
         let spec: OptionSpec
-        let apply: @Sendable (inout ServerConfiguration, String) throws(UsageError) -> Void
+        /// Validates the option's text (the spec words the refusal) into the configuration.
+        let parse: @Sendable (inout ServerConfiguration, String, OptionSpec) throws(UsageError) -> Void
 
         init(
             _ name: String, environment: String?, value: String, help: String,
-            apply: @escaping @Sendable (inout ServerConfiguration, String) throws(UsageError) -> Void
+            apply: @escaping @Sendable (inout ServerConfiguration, String, OptionSpec) throws(UsageError) -> Void
         ) {
             spec = OptionSpec(name, value: value, help: help, environment: environment)
-            self.apply = apply
+            parse = apply
+        }
+
+        func apply(_ configuration: inout ServerConfiguration, _ text: String) throws(UsageError) {
+            try parse(&configuration, text, spec)
         }
 
         /// A value-less switch, command line only.
         init(flag name: String, help: String, apply: @escaping @Sendable (inout ServerConfiguration) throws(UsageError) -> Void) {
             spec = OptionSpec(flag: name, help: help)
-            self.apply = { configuration, _ throws(UsageError) in try apply(&configuration) }
+            parse = { configuration, _, _ throws(UsageError) in try apply(&configuration) }
         }
     }
 
@@ -92,7 +97,7 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "listen", environment: "ATTESTD_LISTEN", value: "HOST:PORT",
             help: "address to serve on (default 127.0.0.1:8080; port 0 picks a free port)"
-        ) { configuration, listen throws(UsageError) in
+        ) { configuration, listen, _ throws(UsageError) in
             guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
                 throw UsageError(
                     message:
@@ -108,7 +113,7 @@ package struct ServerConfiguration: Sendable, Equatable {
             "db", environment: "ATTESTD_DB", value: "PATH|URI",
             help:
                 "SQLite database file, created if missing (default ./attestd.sqlite), or a PostgreSQL URI postgresql://USER@HOST:PORT/DB"
-        ) { configuration, value throws(UsageError) in
+        ) { configuration, value, _ throws(UsageError) in
             guard let location = try? StoreLocation(value) else {
                 throw UsageError(message: "--db needs a file path or a postgresql:// URI")
             }
@@ -117,20 +122,16 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "gateway-secret-file", environment: "ATTESTD_GATEWAY_SECRET_FILE", value: "FILE",
             help: "credential /v1/introspect callers present (without it introspection answers 401)"
-        ) { configuration, value in configuration.gatewaySecretFile = value },
+        ) { configuration, value, _ in configuration.gatewaySecretFile = value },
         // Why command line only: a stray ATTESTD_TRUST_ANCHOR in a unit file or an environment
         // would silently replace Apple's root in production; a flag shows in `ps` and the unit's ExecStart.
         Setting(
             "trust-anchor", environment: nil, value: "PEM",
             help: "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"
-        ) { configuration, value in configuration.trustAnchorFile = value },
+        ) { configuration, value, _ in configuration.trustAnchorFile = value },
         Setting(
             "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; 4 x cores on PostgreSQL)"
-        ) {
-            configuration, text throws(UsageError) in
-            guard let count = Int(text), (1...256).contains(count) else { throw UsageError(message: "--threads takes 1 to 256") }
-            configuration.threads = count
-        },
+        ) { configuration, text, spec throws(UsageError) in configuration.threads = try spec.integer(text, in: 1...256) },
         whole(
             "busy-timeout-ms", environment: "ATTESTD_BUSY_TIMEOUT_MS", value: "MS",
             help: "wait this long for another database writer before answering 503 (default 2000)", in: 0...60_000,
@@ -142,10 +143,7 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "connections-per-address", environment: "ATTESTD_CONNECTIONS_PER_ADDRESS", value: "N",
             help: "open connections allowed from one client address, of 4096 in all (default 32; 0 = no cap; raise it behind a proxy)"
-        ) { configuration, text throws(UsageError) in
-            guard let count = UInt32(text), count <= 4096 else { throw UsageError(message: "--connections-per-address takes 0 to 4096") }
-            configuration.connectionsPerAddress = count
-        },
+        ) { configuration, text, spec throws(UsageError) in configuration.connectionsPerAddress = try spec.integer(text, in: 0...4096) },
         whole(
             "request-deadline", environment: "ATTESTD_REQUEST_DEADLINE", value: "SECONDS",
             help: "a request's headers and body must arrive within this many seconds, however they trickle (default 10; 0 = none)",
@@ -170,7 +168,7 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "log-level", environment: "ATTESTD_LOG_LEVEL", value: "debug|info|warning|error",
             help: "the least severe log lines written (default info)"
-        ) { configuration, text throws(UsageError) in
+        ) { configuration, text, _ throws(UsageError) in
             guard let level = LogLevel(rawValue: text) else {
                 throw UsageError(message: "--log-level takes debug, info, warning or error, not '\(text)'")
             }
@@ -183,7 +181,7 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "trusted-proxy", environment: "ATTESTD_TRUSTED_PROXY", value: "CIDR[,CIDR...]",
             help: "proxies (e.g. 127.0.0.1/32) whose X-Forwarded-For gives the client address for per-address limits and logs"
-        ) { configuration, text throws(UsageError) in
+        ) { configuration, text, _ throws(UsageError) in
             let networks = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             guard !networks.isEmpty, networks.allSatisfy({ IPNetwork($0) != nil }) else {
                 throw UsageError(message: "--trusted-proxy takes CIDR networks such as 127.0.0.1/32 or ::1/128, comma-separated")
@@ -196,7 +194,7 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "secrets-key-file", environment: "ATTESTD_SECRETS_KEY_FILE", value: "FILE",
             help: "64 hex digits (openssl rand -hex 32) sealing integrations' DeviceCheck keys; enables the receipt refresher"
-        ) { configuration, value in configuration.secretsKeyFile = value },
+        ) { configuration, value, _ in configuration.secretsKeyFile = value },
         // Why command line only, https only (plain http to loopback only): every refresh sends the
         // integration's freshly signed DeviceCheck JWT to this URL, so a stray variable in a unit
         // file or environment must not be able to send them anywhere, nor in clear (issue 18, L5).
@@ -204,7 +202,7 @@ package struct ServerConfiguration: Sendable, Equatable {
             "apple-receipt-url", environment: nil, value: "URL",
             help:
                 "TESTS ONLY: exchange receipts at URL/v1/attestationData instead of Apple's hosts (https://, or http:// to 127.0.0.1 or [::1])"
-        ) { configuration, value throws(UsageError) in
+        ) { configuration, value, _ throws(UsageError) in
             guard ServerConfiguration.isAcceptableReceiptURL(value) else {
                 throw UsageError(
                     message: "--apple-receipt-url takes an https:// base URL, or http:// to a loopback address (127.0.0.1, [::1]), "
@@ -254,11 +252,8 @@ package struct ServerConfiguration: Sendable, Equatable {
         _ name: String, environment: String, value: String, help: String, in range: ClosedRange<Int>, unit: String = "",
         _ keyPath: any WritableKeyPath<ServerConfiguration, Int> & Sendable
     ) -> Setting {
-        Setting(name, environment: environment, value: value, help: help) { configuration, text throws(UsageError) in
-            guard let number = Int(text), range.contains(number) else {
-                throw UsageError(message: "--\(name) takes \(range.lowerBound) to \(range.upperBound)\(unit)")
-            }
-            configuration[keyPath: keyPath] = number
+        Setting(name, environment: environment, value: value, help: help) { configuration, text, spec throws(UsageError) in
+            configuration[keyPath: keyPath] = try spec.integer(text, in: range, unit: unit)
         }
     }
 
@@ -266,8 +261,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     private static func rate(
         _ name: String, environment: String, help: String, _ keyPath: any WritableKeyPath<ServerConfiguration, RateLimit> & Sendable
     ) -> Setting {
-        Setting(name, environment: environment, value: "PER_SECOND", help: help) { configuration, text throws(UsageError) in
-            guard let rate = Double(text), rate >= 0, rate.isFinite else { throw UsageError(message: "--\(name) takes a number >= 0") }
+        Setting(name, environment: environment, value: "PER_SECOND", help: help) { configuration, text, spec throws(UsageError) in
+            let rate = try spec.decimal(text, atLeast: 0)
             configuration[keyPath: keyPath] = rate == 0 ? .unlimited : RateLimit(perSecond: rate, burst: rate * 2)
         }
     }

@@ -10,7 +10,7 @@ import AttestStorage
 /// that is unknown or spent already (there is nothing left to spend) and a malformed challenge
 /// field (there is no challenge).
 struct ChallengeLedger: Sendable {
-    let store: any TokenStore
+    let store: any ChallengeStore
     /// Seconds a challenge stays usable.
     let lifetime: Int64
 

@@ -10,7 +10,7 @@ package struct IntegrationAdmin: Sendable {
     /// At most this many bundle IDs per integration.
     package static let maximumBundleIDs = 32
 
-    let store: any TokenStore
+    let store: any AdminStore
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
@@ -18,20 +18,18 @@ package struct IntegrationAdmin: Sendable {
     let actor: String
 
     package init(
-        store: any TokenStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
+        store: any AdminStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
         actor: String = "unknown"
     ) {
-        self.store = store
-        self.clock = clock
-        self.random = random
-        self.logger = logger
-        self.actor = actor
+        (self.store, self.clock, self.random, self.logger, self.actor) = (store, clock, random, logger, actor)
     }
 
-    /// Records an administrative action in the audit log.
-    private func audit(_ action: String, _ target: String, _ detail: String) throws(ServiceError) {
-        let entry = AuditEntry(at: clock.now(), actor: actor, action: action, target: target, detail: detail)
-        try stored { () throws(StorageError) in try store.appendAudit(entry) }
+    /// The audit row of `action` on `target`, its detail from the change's outcome (nil: no row),
+    /// written by the store in the change's own transaction.
+    private func note<Outcome>(
+        _ action: AuditAction, _ target: String, at time: Int64, _ detail: @escaping @Sendable (Outcome) -> String?
+    ) -> AuditNote<Outcome> {
+        AuditNote(at: time, actor: actor, action: action, target: target, detail: detail)
     }
 
     /// Validates and stores a new integration with a fresh client ID. Nothing is normalised:
@@ -67,24 +65,24 @@ package struct IntegrationAdmin: Sendable {
         }
         let record = IntegrationRecord(
             clientID: clientID.text, workspaceID: workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs.sorted(),
-            environments: environments.map(\.rawValue).sorted(), status: .active, createdAt: clock.now(), revokedAt: nil,
+            environments: Array(environments), status: .active, createdAt: clock.now(), revokedAt: nil,
             maxLiveTokensPerDevice: maxLiveTokensPerDevice, policy: policy)
-        try stored { () throws(StorageError) in try store.insertIntegration(record) }
+        let detail =
+            "workspace \(workspaceID), team \(teamID), \(bundleIDs.count) bundle IDs, environments \(record.environments.map(\.rawValue).joined(separator: "+"))"
+            + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "") + ", " + Self.describe(policy)
+        let audit: AuditNote<Void> = note(.integrationCreate, record.clientID, at: record.createdAt) { _ in detail }
+        try stored { () throws(StorageError) in try store.insertIntegration(record, audit: audit) }
         logger?.log(
             .info, "integration created",
             [
                 "client.id": .string(record.clientID), "workspace.id": .string(workspaceID), "team.id": .string(teamID),
-                "bundle_ids": .int(bundleIDs.count), "environments": .string(record.environments.joined(separator: ",")),
+                "bundle_ids": .int(bundleIDs.count), "environments": .string(record.environments.map(\.rawValue).joined(separator: ",")),
             ])
         if environments.contains(.development) {
             logger?.log(
                 .warning, "integration accepts development keys (from developer-signed builds, not only the App Store app)",
                 ["client.id": .string(record.clientID)])
         }
-        try audit(
-            "integration.create", record.clientID,
-            "workspace \(workspaceID), team \(teamID), \(bundleIDs.count) bundle IDs, environments \(record.environments.joined(separator: "+"))"
-                + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "") + ", " + Self.describe(policy))
         return record
     }
 
@@ -92,13 +90,13 @@ package struct IntegrationAdmin: Sendable {
     package func update(clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?) throws(ServiceError)
         -> IntegrationRecord?
     {
+        let detail = Self.describe(policy) + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "")
+        let audit: AuditNote<Void> = note(.integrationUpdate, clientID, at: clock.now()) { _ in detail }
         let found = try stored { () throws(StorageError) in
-            try store.updatePolicy(clientID: clientID, policy: policy, maxLiveTokensPerDevice: maxLiveTokensPerDevice)
+            try store.updatePolicy(clientID: clientID, policy: policy, maxLiveTokensPerDevice: maxLiveTokensPerDevice, audit: audit)
         }
         guard found == true else { return nil }
-        let detail = Self.describe(policy) + (maxLiveTokensPerDevice.map { ", at most \($0) live tokens per device" } ?? "")
         logger?.log(.warning, "integration policy changed", ["client.id": .string(clientID), "policy": .string(detail)])
-        try audit("integration.update", clientID, detail)
         return try show(clientID: clientID)
     }
 
@@ -125,7 +123,10 @@ package struct IntegrationAdmin: Sendable {
 
     /// Revokes permanently; nil when the client ID is unknown. Idempotent.
     package func revoke(clientID: String) throws(ServiceError) -> RevocationSummary? {
-        let summary = try stored { () throws(StorageError) in try store.revokeIntegration(clientID: clientID, at: clock.now()) }
+        let audit: AuditNote<RevocationSummary> = note(.integrationRevoke, clientID, at: clock.now()) { summary in
+            summary.changed ? "\(summary.tokensRevoked) tokens revoked, \(summary.devicesBlocked) devices blocked" : "already revoked"
+        }
+        let summary = try stored { () throws(StorageError) in try store.revokeIntegration(clientID: clientID, at: audit.at, audit: audit) }
         if let summary {
             logger?.log(
                 .warning, summary.changed ? "integration revoked" : "integration already revoked",
@@ -133,9 +134,6 @@ package struct IntegrationAdmin: Sendable {
                     "client.id": .string(clientID), "tokens_revoked": .int(summary.tokensRevoked),
                     "devices_blocked": .int(summary.devicesBlocked),
                 ])
-            try audit(
-                "integration.revoke", clientID,
-                summary.changed ? "\(summary.tokensRevoked) tokens revoked, \(summary.devicesBlocked) devices blocked" : "already revoked")
         }
         return summary
     }
@@ -144,30 +142,65 @@ package struct IntegrationAdmin: Sendable {
     /// revoked. Its tokens and devices are refused while it is suspended and work again after.
     package func setSuspended(clientID: String, _ suspended: Bool) throws(ServiceError) -> Bool? {
         let time = clock.now()
-        let result = try stored { () throws(StorageError) in try store.setSuspended(clientID: clientID, at: suspended ? time : nil) }
+        let audit: AuditNote<Bool> = note(suspended ? .integrationSuspend : .integrationResume, clientID, at: time) { _ in "" }
+        let result = try stored { () throws(StorageError) in
+            try store.setSuspended(clientID: clientID, at: suspended ? time : nil, audit: audit)
+        }
         if result == true {
             logger?.log(.warning, suspended ? "integration suspended" : "integration resumed", ["client.id": .string(clientID)])
-            try audit(suspended ? "integration.suspend" : "integration.resume", clientID, "")
         }
         return result
     }
 
     /// Revokes one access token by its SHA-256; true when it existed.
     package func revokeToken(hash: [UInt8]) throws(ServiceError) -> Bool {
-        let found = try stored { () throws(StorageError) in try store.revokeToken(hash: hash) }
+        let audit: AuditNote<Bool> = note(.tokenRevoke, Hex.encode(hash), at: clock.now()) { found in
+            found ? "revoked" : "not found (expired or never issued)"
+        }
+        let found = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
         logger?.log(.warning, found ? "token revoked" : "token to revoke not found", ["token.sha256": .string(Hex.encode(hash))])
-        try audit("token.revoke", Hex.encode(hash), found ? "revoked" : "not found (expired or never issued)")
         return found
     }
 
     /// Blocks one device key: its tokens die at once; nil when unknown, else how many tokens went.
     package func blockDevice(keyID: [UInt8]) throws(ServiceError) -> Int? {
-        let tokens = try stored { () throws(StorageError) in try store.blockDevice(keyID: keyID, at: clock.now()) }
+        let audit: AuditNote<Int> = note(.deviceBlock, Hex.encode(keyID), at: clock.now()) { tokens in "\(tokens) tokens revoked" }
+        let tokens = try stored { () throws(StorageError) in try store.blockDevice(keyID: keyID, at: audit.at, audit: audit) }
         if let tokens {
             logger?.log(.warning, "device blocked", ["key.id": .string(Hex.encode(keyID)), "tokens_revoked": .int(tokens)])
-            try audit("device.block", Hex.encode(keyID), "\(tokens) tokens revoked")
         }
         return tokens
+    }
+
+    /// Stores the integration's DeviceCheck key `pem` (a PKCS#8 P-256 key, checked here) sealed
+    /// with `secretsKey` (AES-256-GCM, bound to the client ID and key ID); nil when the integration
+    /// is unknown. The key is never logged nor audited: the audit row names its key ID.
+    package func setFraudKey(clientID: String, keyID: String, pem: [UInt8], secretsKey: [UInt8]) throws(ServiceError) -> Bool? {
+        guard Self.isFraudKeyID(keyID) else {
+            throw ServiceError.malformed(.field(.keyID), "the 10-character key ID (A-Z 0-9) Apple shows for the key")
+        }
+        // Validate before anything is stored: the refresher signs with this key, so it must be a P-256 key.
+        guard let key = try? PrivateKey(pem: String(decoding: pem, as: UTF8.self)), key.curve == .p256 else {
+            throw ServiceError.malformed(.field(.fraudKey), "must be a DeviceCheck private key: a PKCS#8 PEM EC P-256 key (AuthKey_KID.p8)")
+        }
+        let sealed: [UInt8]
+        do {
+            sealed = try SealedBox.seal(
+                pem, key: secretsKey, associatedData: FraudKeySealing.associatedData(clientID: clientID, keyID: keyID))
+        } catch {
+            throw ServiceError(.internalError, .random, "sealing the DeviceCheck key failed: \(error.code.rawValue)")
+        }
+        let audit: AuditNote<Void> = note(.integrationSetFraudKey, clientID, at: clock.now()) { _ in "key id \(keyID)" }
+        let found = try stored { () throws(StorageError) in
+            try store.setFraudKey(clientID: clientID, keyID: keyID, sealedKey: sealed, at: audit.at, audit: audit)
+        }
+        if found != nil { logger?.log(.info, "DeviceCheck key set", ["client.id": .string(clientID), "fraud_key.id": .string(keyID)]) }
+        return found
+    }
+
+    /// Whether `keyID` has the shape of a DeviceCheck key ID: 10 of A-Z 0-9.
+    package static func isFraudKeyID(_ keyID: String) -> Bool {
+        keyID.utf8.count == 10 && keyID.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
     }
 
     /// The audit log from `since` on, oldest first.

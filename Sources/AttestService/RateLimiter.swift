@@ -7,10 +7,7 @@ package struct RateLimit: Sendable, Hashable {
     package var burst: Double
 
     /// A limit of `perSecond` sustained with bursts up to `burst`.
-    package init(perSecond: Double, burst: Double) {
-        self.perSecond = perSecond
-        self.burst = burst
-    }
+    package init(perSecond: Double, burst: Double) { (self.perSecond, self.burst) = (perSecond, burst) }
 
     /// No limit.
     package static let unlimited = RateLimit(perSecond: 0, burst: 0)

@@ -40,6 +40,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case challenge
         case token
         case now
+        /// The DeviceCheck key of `integration set-fraud-key`.
+        case fraudKey = "fraud_key"
     }
 
     /// The integration settings `attestctl integration create` validates.
@@ -131,10 +133,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
 
     /// Makes an error; prefer the static factories named after the refusal.
     package init(_ code: Code, _ subcode: Subcode, _ reason: String, retryAfter: Int? = nil) {
-        self.code = code
-        self.subcode = subcode
-        self.reason = reason
-        self.retryAfter = retryAfter
+        (self.code, self.subcode, self.reason, self.retryAfter) = (code, subcode, reason, retryAfter)
     }
 
     /// `code/subcode: reason`, safe to log.

@@ -101,10 +101,7 @@ package struct AttestRequest: Sendable {
 
     /// A decoded attest request.
     package init(clientID: ClientID, keyID: KeyID, attestation: [UInt8], challenge: Challenge) {
-        self.clientID = clientID
-        self.keyID = keyID
-        self.attestation = attestation
-        self.challenge = challenge
+        (self.clientID, self.keyID, self.attestation, self.challenge) = (clientID, keyID, attestation, challenge)
     }
 }
 
@@ -118,10 +115,7 @@ package struct RefreshRequest: Sendable {
 
     /// A decoded refresh request.
     package init(clientID: ClientID, keyID: KeyID, assertion: [UInt8], challenge: Challenge) {
-        self.clientID = clientID
-        self.keyID = keyID
-        self.assertion = assertion
-        self.challenge = challenge
+        (self.clientID, self.keyID, self.assertion, self.challenge) = (clientID, keyID, assertion, challenge)
     }
 }
 

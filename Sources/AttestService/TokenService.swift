@@ -23,6 +23,10 @@ package struct ServicePolicy: Sendable {
     package init() {}
 }
 
+/// The store roles the token service uses: challenges, devices, lookups and upkeep (not
+/// administration nor receipts).
+package typealias ServiceStore = ChallengeStore & DeviceStore & TokenLookupStore & StoreMaintenance
+
 /// The device-facing and gateway-facing use cases: challenges, attestation, refresh by
 /// assertion, introspection, and the housekeeping the server runs (purge, counts, readiness).
 /// Input arrives decoded and typed; time and randomness are injected; every state change is one
@@ -33,7 +37,7 @@ package final class TokenService: Sendable {
     /// `atk_` + base64url of 32 bytes.
     package static let tokenLength = 4 + 43
 
-    let store: any TokenStore
+    let store: any ServiceStore
     let verifier: AttestationVerifier
     let clock: any WallClock
     let random: any RandomSource
@@ -52,7 +56,7 @@ package final class TokenService: Sendable {
 
     /// A service over `store`, verifying attestations with `verifier`.
     package init(
-        store: any TokenStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
+        store: any ServiceStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy(), receipts: ReceiptVerifier? = nil,
         observer: (any ServiceObserver)? = nil
     ) {
@@ -169,7 +173,7 @@ package final class TokenService: Sendable {
                 AttestationInput(
                     object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
                     appIDs: appIDs,
-                    allowedEnvironments: Set(integration.environments.compactMap(AppAttestEnvironment.init(rawValue:))), time: now))
+                    allowedEnvironments: Set(integration.environments), time: now))
         } catch {
             throw ServiceError.rejected(error, attestation: true)
         }
@@ -215,12 +219,13 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             let receipt = try receipts.verifyAttestationReceipt(of: verified, at: now)
             state = ReceiptState(
-                verdict: "valid", type: receipt.type.rawValue, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
+                verdict: .valid, type: receipt.type, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
                 riskMetric: receipt.riskMetric, refreshedAt: nil)
         } catch {
             state = ReceiptState(
-                verdict: error.code.identifier, type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil, refreshedAt: nil)
-            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: nil)
+                verdict: .refused(check: error.code.identifier), type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil,
+                refreshedAt: nil)
+            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: nil)
             // Why not refuse by default: some genuine early receipts are refused by strict CMS
             // verification; an integration that requires valid receipts opts in.
             if integration.policy.requireValidReceipt {
@@ -228,7 +233,7 @@ package final class TokenService: Sendable {
             }
             return state
         }
-        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict, riskMetric: state.riskMetric)
+        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: state.riskMetric)
         return state
     }
 
@@ -239,7 +244,7 @@ package final class TokenService: Sendable {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
-            environment: verified.environment.rawValue, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
+            environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
             trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt)
         let outcome = try stored { () throws(StorageError) in
             try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now)
@@ -334,72 +339,6 @@ package final class TokenService: Sendable {
         case .integrationSuspended: throw ServiceError.integrationSuspended
         case .deviceBlocked: throw ServiceError.deviceBlocked
         }
-    }
-
-    // MARK: Tokens
-
-    /// The token's facts if it is unexpired and its integration active; nil otherwise (no reason
-    /// is given, so introspection is no oracle).
-    package func introspect(_ token: String) throws(ServiceError) -> ActiveToken? {
-        guard let hash = Self.lookupHash(token) else { return nil }
-        return try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }).map(Self.active)
-    }
-
-    /// `introspect`, answered through `reply` exactly once: at once, or later from another thread
-    /// when the store's lookup is a round trip (the HTTP worker serves other requests meanwhile).
-    package func introspect(_ token: String, then reply: @escaping @Sendable (Result<ActiveToken?, ServiceError>) -> Void) {
-        guard let hash = Self.lookupHash(token) else { return reply(.success(nil)) }
-        store.activeToken(hash: hash, at: clock.now()) { outcome in
-            reply(outcome.map { $0.map(Self.active) }.mapError(ServiceError.storage))
-        }
-    }
-
-    /// The SHA-256 to look up, or nil for input that cannot be a token (length and prefix are
-    /// checked first: no hashing or lookup for it).
-    private static func lookupHash(_ token: String) -> [UInt8]? {
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return nil }
-        return Digest.sha256(Array(token.utf8))
-    }
-
-    private static func active(_ record: TokenRecord) -> ActiveToken {
-        ActiveToken(
-            clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
-            expiresAt: record.expiresAt)
-    }
-
-    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise. What it
-    /// did is returned for the log only: the caller's answer says nothing either way. Nil for
-    /// input that cannot be a token (no lookup).
-    @discardableResult
-    package func revokeToken(_ token: String) throws(ServiceError) -> TokenRevocation? {
-        guard let hash = Self.lookupHash(token) else { return nil }
-        // Read first, for the log line's client ID (the deletion does not say whose it was); a
-        // token that is expired or whose integration or device is refused has none here.
-        let live = try stored { () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }
-        let deleted = try stored { () throws(StorageError) in try store.revokeToken(hash: hash) }
-        return TokenRevocation(hashPrefix: String(Hex.encode(hash).prefix(16)), clientID: live?.clientID, deleted: deleted)
-    }
-
-    // MARK: Housekeeping
-
-    /// Deletes expired tokens and challenges; returns how many rows went.
-    package func purgeExpired() throws(ServiceError) -> Int {
-        try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
-    }
-
-    /// Counts and size for the metrics gauges.
-    package func statistics() throws(ServiceError) -> StoreStatistics {
-        try stored { () throws(StorageError) in try store.statistics() }
-    }
-
-    /// Closes the storage at a clean stop (after the last request).
-    package func closeStorage() throws(ServiceError) {
-        try stored { () throws(StorageError) in try store.close() }
-    }
-
-    /// Throws `storage_unavailable` when the storage cannot serve requests now (`/readyz`).
-    package func checkStorage() throws(ServiceError) {
-        try stored { () throws(StorageError) in try store.checkAvailable() }
     }
 
     // MARK: Steps

@@ -13,11 +13,7 @@ package struct StepFailure: Error, Hashable, Sendable, CustomStringConvertible {
     package let code: String
     package let reason: String
 
-    package init(status: Int?, code: String, reason: String) {
-        self.status = status
-        self.code = code
-        self.reason = reason
-    }
+    package init(status: Int?, code: String, reason: String) { (self.status, self.code, self.reason) = (status, code, reason) }
 
     /// A failure of the simulator itself (making a key, an object or a signature).
     package static func simulator(_ reason: String) -> StepFailure {
@@ -74,9 +70,7 @@ package struct Connection {
     private var client: HTTPClient?
 
     package init(host: String = "127.0.0.1", port: UInt16, receiveTimeoutSeconds: Int = 30) {
-        self.host = host
-        self.port = port
-        self.receiveTimeoutSeconds = receiveTimeoutSeconds
+        (self.host, self.port, self.receiveTimeoutSeconds) = (host, port, receiveTimeoutSeconds)
     }
 
     /// Sends `request` and records its latency and outcome in `log`: success is a 200 whose body

@@ -22,11 +22,7 @@ package struct DeviceFlow: Sendable {
     package init(
         clientID: String, appID: AppID, environment: AppAttestEnvironment, pki: SyntheticPKI, now: @escaping @Sendable () -> Int64
     ) {
-        self.clientID = clientID
-        self.appID = appID
-        self.environment = environment
-        self.pki = pki
-        self.now = now
+        (self.clientID, self.appID, self.environment, self.pki, self.now) = (clientID, appID, environment, pki, now)
     }
 
     /// One whole device: challenge, attest, authorize the token; then per refresh challenge,

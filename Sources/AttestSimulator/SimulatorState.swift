@@ -118,15 +118,23 @@ package struct SimulatorState: Sendable {
             throw StateError(description: "cannot encode the test PKI: \(error)")
         }
         for (file, text) in contents {
-            // Written aside and renamed, so a reader never sees half a file.
-            let temporary = path(".\(file).\(getpid()).tmp")
-            guard
-                FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]),
-                rename(temporary, path(file)) == 0
-            else {
-                try? FileManager.default.removeItem(atPath: temporary)
+            guard Self.writePrivately(Data(text.utf8), to: path(file)) else {
                 throw StateError(description: "cannot write \(path(file))")
             }
         }
+    }
+
+    /// Writes `data` to `path` with mode 0600, aside and renamed, so that a reader never sees half
+    /// a file; false when it could not.
+    static func writePrivately(_ data: Data, to path: String) -> Bool {
+        let temporary = (path as NSString).deletingLastPathComponent + "/.\((path as NSString).lastPathComponent).\(getpid()).tmp"
+        guard
+            FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
+            rename(temporary, path) == 0
+        else {
+            try? FileManager.default.removeItem(atPath: temporary)
+            return false
+        }
+        return true
     }
 }

@@ -21,6 +21,17 @@ package struct SyntheticDevice: Sendable {
         keyID = Digest.sha256(point)
     }
 
+    /// The device of a saved key (`SimulatorDeviceKeys`), its last assertion counter `counter`.
+    package init(key: PrivateKey, counter: UInt32) throws(CryptoError) {
+        guard key.curve == .p256, let point = try key.publicKey.uncompressedPoint else {
+            throw CryptoError(.invalidPublicKey, "a device key is a P-256 key")
+        }
+        self.key = key
+        publicPoint = point
+        keyID = Digest.sha256(point)
+        self.counter = counter
+    }
+
     /// The fields of one attestation, filled with what a genuine device would send.
     /// Tests change exactly one field, then call `attestationObject`.
     package func attestationParts(

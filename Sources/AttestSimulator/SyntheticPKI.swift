@@ -50,10 +50,7 @@ package struct SyntheticPKI: Sendable {
 
     /// Reassembles a PKI from saved parts (the simulator's state directory).
     package init(rootKey: PrivateKey, root: Certificate, intermediateKey: PrivateKey, intermediate: Certificate) {
-        self.rootKey = rootKey
-        self.root = root
-        self.intermediateKey = intermediateKey
-        self.intermediate = intermediate
+        (self.rootKey, self.root, self.intermediateKey, self.intermediate) = (rootKey, root, intermediateKey, intermediate)
     }
 
     /// The root as a verifier anchor.

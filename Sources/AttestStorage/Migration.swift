@@ -11,11 +11,7 @@ package struct Migration: Sendable, Hashable {
     package let sql: String
 
     /// Makes a migration value.
-    package init(id: Int, name: String, sql: String) {
-        self.id = id
-        self.name = name
-        self.sql = sql
-    }
+    package init(id: Int, name: String, sql: String) { (self.id, self.name, self.sql) = (id, name, sql) }
 }
 
 extension Migration {

@@ -8,6 +8,8 @@ package struct PostgresRows: Sendable {
     package let cells: [[[UInt8]?]]
     /// Rows changed by an INSERT, UPDATE or DELETE (`PQcmdTuples`); 0 for a SELECT.
     package let changed: Int
+    /// Each column's type OID (`PQftype`), which says how to read its binary cells.
+    package var types: [UInt32] = []
 
     /// The number of rows.
     package var count: Int { cells.count }
@@ -38,7 +40,7 @@ package struct PostgresRows: Sendable {
     /// The same rows from column `offset` on: one decoder reads a record wherever a statement
     /// that joins several records put its columns.
     package func columns(from offset: Int) -> PostgresRows {
-        PostgresRows(cells: cells.map { Array($0.dropFirst(offset)) }, changed: changed)
+        PostgresRows(cells: cells.map { Array($0.dropFirst(offset)) }, changed: changed, types: Array(types.dropFirst(offset)))
     }
 }
 
@@ -206,7 +208,8 @@ package final class PostgresConnection {
             cells.append(line)
         }
         let changed = PQcmdTuples(result).map { Int(String(cString: $0)) ?? 0 } ?? 0
-        return PostgresRows(cells: cells, changed: changed)
+        let types = (0..<columnCount).map { UInt32(PQftype(result, Int32($0))) }
+        return PostgresRows(cells: cells, changed: changed, types: types)
     }
 
     private func preparedName(_ sql: String, parameterCount: Int) throws(StorageError) -> String {

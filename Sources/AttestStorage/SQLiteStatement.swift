@@ -14,9 +14,7 @@ package final class SQLiteStatement {
     private var hasRow = false
 
     init(database: SQLiteDatabase, handle: OpaquePointer, isPragma: Bool) {
-        self.database = database
-        self.handle = handle
-        self.isPragma = isPragma
+        (self.database, self.handle, self.isPragma) = (database, handle, isPragma)
     }
 
     deinit {

@@ -1,70 +1,47 @@
+package import AttestErrors
+
 /// The one error type of AttestStorage: a closed code, a sentence for humans, and where it was thrown.
 ///
 /// Two errors are equal when their codes are equal, so tests pin the code and not the wording.
 /// The reason names the failed operation and SQLite's own message (which quotes table and column
 /// names, never bound values); it never contains SQL argument values, so it is safe to log.
-package struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The stable, closed set of failure kinds. `rawValue` is the stable spelling.
-    package enum Code: String, Sendable, Hashable {
-        /// Another connection holds a conflicting lock and the busy timeout ran out (SQLITE_BUSY, SQLITE_LOCKED).
-        case busy
-        /// The file is not a database or its structure is damaged (SQLITE_CORRUPT, SQLITE_NOTADB, quick_check).
-        case corrupt
-        /// The database or its directory cannot be written (SQLITE_READONLY).
-        case readOnly = "read_only"
-        /// The disk or the database's size limit is full (SQLITE_FULL).
-        case full
-        /// A UNIQUE, PRIMARY KEY, CHECK, NOT NULL, FOREIGN KEY or STRICT type rule refused a write (SQLITE_CONSTRAINT).
-        case constraint
-        /// The operating system failed a read, write, lock or open (SQLITE_IOERR, SQLITE_CANTOPEN).
-        case io
-        /// The API was used wrongly: a write outside a transaction, a nested transaction, a bad
-        /// parameter index (SQLITE_MISUSE, SQLITE_RANGE).
-        case misuse
-        /// A statement failed for another reason: bad SQL, a missing table, out of memory.
-        case statementFailed = "statement_failed"
-        /// The database records a migration this binary does not know: it was written by a newer binary.
-        case migrationUnknown = "migration_unknown"
-        /// A migration's SQL failed; nothing of it was kept.
-        case migrationFailed = "migration_failed"
-        /// There is no database where one was expected (attestctl never creates one).
-        case missing
-        /// The database's schema is older than this binary's: the newer attestd (or `attestctl
-        /// migrate`) has to migrate it first.
-        case schemaBehind = "schema_behind"
-        /// The target of a copy already holds data.
-        case notEmpty = "not_empty"
-        /// A concurrent transaction conflicted (PostgreSQL deadlock or serialization failure). The
-        /// store retries these; callers see it only when the retries ran out.
-        case conflict
-        /// The database server cannot be reached, refused the connection, or closed it (PostgreSQL).
-        case unavailable
-    }
+package typealias StorageError = CodedError<StorageErrorCode>
 
-    /// What kind of failure this is.
-    package let code: Code
-    /// A sentence saying what failed and why; never contains bound values.
-    package let reason: String
-    /// The `#fileID` of the throw site.
-    package let file: String
-    /// The `#line` of the throw site.
-    package let line: Int
-
-    /// Makes an error with `code` and `reason`, recording where it was made.
-    package init(_ code: Code, _ reason: String, file: String = #fileID, line: Int = #line) {
-        self.code = code
-        self.reason = reason
-        self.file = file
-        self.line = line
-    }
-
-    /// `code: reason`, safe to log.
-    package var description: String { "\(code.rawValue): \(reason)" }
-
-    /// Equal when the codes are equal; the reason and location are not compared.
-    package static func == (lhs: StorageError, rhs: StorageError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the code only, to agree with `==`.
-    package func hash(into hasher: inout Hasher) { hasher.combine(code) }
+/// The stable, closed set of failure kinds. `rawValue` is the stable spelling.
+package enum StorageErrorCode: String, ErrorCode {
+    /// Another connection holds a conflicting lock and the busy timeout ran out (SQLITE_BUSY, SQLITE_LOCKED).
+    case busy
+    /// The file is not a database or its structure is damaged (SQLITE_CORRUPT, SQLITE_NOTADB, quick_check).
+    case corrupt
+    /// The database or its directory cannot be written (SQLITE_READONLY).
+    case readOnly = "read_only"
+    /// The disk or the database's size limit is full (SQLITE_FULL).
+    case full
+    /// A UNIQUE, PRIMARY KEY, CHECK, NOT NULL, FOREIGN KEY or STRICT type rule refused a write (SQLITE_CONSTRAINT).
+    case constraint
+    /// The operating system failed a read, write, lock or open (SQLITE_IOERR, SQLITE_CANTOPEN).
+    case io
+    /// The API was used wrongly: a write outside a transaction, a nested transaction, a bad
+    /// parameter index (SQLITE_MISUSE, SQLITE_RANGE).
+    case misuse
+    /// A statement failed for another reason: bad SQL, a missing table, out of memory.
+    case statementFailed = "statement_failed"
+    /// The database records a migration this binary does not know: it was written by a newer binary.
+    case migrationUnknown = "migration_unknown"
+    /// A migration's SQL failed; nothing of it was kept.
+    case migrationFailed = "migration_failed"
+    /// There is no database where one was expected (attestctl never creates one).
+    case missing
+    /// The database's schema is older than this binary's: the newer attestd (or `attestctl
+    /// migrate`) has to migrate it first.
+    case schemaBehind = "schema_behind"
+    /// The target of a copy already holds data.
+    case notEmpty = "not_empty"
+    /// A concurrent transaction conflicted (PostgreSQL deadlock or serialization failure). The
+    /// store retries these; callers see it only when the retries ran out.
+    case conflict
+    /// The database server cannot be reached, refused the connection, or closed it (PostgreSQL).
+    case unavailable
 }
 
 extension StorageError {

@@ -64,12 +64,10 @@ package struct PostgresSettings: Sendable, Equatable {
         uri: String, poolSize: Int = 4, connectTimeoutSeconds: Int = 3, statementTimeoutMilliseconds: Int = 5000,
         answerTimeoutMilliseconds: Int? = nil, checkoutTimeoutMilliseconds: Int = 5000
     ) {
-        self.uri = uri
-        self.poolSize = poolSize
-        self.connectTimeoutSeconds = connectTimeoutSeconds
-        self.statementTimeoutMilliseconds = statementTimeoutMilliseconds
+        (self.uri, self.poolSize, self.connectTimeoutSeconds, self.statementTimeoutMilliseconds, self.checkoutTimeoutMilliseconds) = (
+            uri, poolSize, connectTimeoutSeconds, statementTimeoutMilliseconds, checkoutTimeoutMilliseconds
+        )
         self.answerTimeoutMilliseconds = answerTimeoutMilliseconds ?? statementTimeoutMilliseconds + 1000
-        self.checkoutTimeoutMilliseconds = checkoutTimeoutMilliseconds
     }
 
     /// True for a libpq URI (`postgresql://` or `postgres://`, any case).

@@ -7,10 +7,7 @@ package struct TokenBucket: Sendable, Equatable {
     package var updatedAt: Double
 
     /// A bucket holding `tokens` at `updatedAt`.
-    package init(tokens: Double, updatedAt: Double) {
-        self.tokens = tokens
-        self.updatedAt = updatedAt
-    }
+    package init(tokens: Double, updatedAt: Double) { (self.tokens, self.updatedAt) = (tokens, updatedAt) }
 
     /// Refills at `perSecond` up to `burst`, then takes one token: nil when one was taken, or the
     /// whole seconds to wait (at least 1) when the bucket is empty.

@@ -42,16 +42,9 @@ struct BenchPlan {
 
     init(_ arguments: [String]) throws(UsageError) {
         let parsed = try Self.options.parse(arguments)
-        let seconds = parsed.value(Self.seconds).map { Double($0) } ?? 3
-        guard let seconds, seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds takes a number > 0") }
-        self.seconds = seconds
+        seconds = try parsed.decimal(Self.seconds, atLeast: 0.001) ?? 3
         caseID = parsed.value(Self.caseID) ?? "veehaitch_ios-14.4_attestation"
-        if let text = parsed.value(Self.iterations) {
-            guard let count = Int(text), count > 0 else { throw UsageError(message: "--iterations takes a whole number > 0") }
-            iterations = count
-        } else {
-            iterations = nil
-        }
+        iterations = try parsed.integer(Self.iterations, in: 1...Int.max)
         service = parsed.flag(Self.service)
     }
 }

@@ -80,12 +80,8 @@ struct LoadPlan {
             throw UsageError(message: "--app-id: \(error.reason)")
         }
         state = parsed.required(Self.state)
-        let connections = parsed.value(Self.connections).map { Int($0) } ?? 16
-        guard let connections, (1...1024).contains(connections) else { throw UsageError(message: "--connections takes 1 to 1024") }
-        self.connections = connections
-        let seconds = parsed.value(Self.seconds).map { Double($0) } ?? 5
-        guard let seconds, seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds takes a number > 0") }
-        self.seconds = seconds
+        connections = try parsed.integer(Self.connections, in: 1...1024) ?? 16
+        seconds = try parsed.decimal(Self.seconds, atLeast: 0.001) ?? 5
     }
 }
 

@@ -59,7 +59,7 @@ struct FraudKeyCommandTests {
         #expect(!printed.contains(body))
         #expect(!printed.contains(Hex.encode(secretsKey)))
         let audit = try store.auditLog(since: 0, limit: 10).last
-        #expect(audit?.action == "integration.set-fraud-key")
+        #expect(audit?.action.rawValue == "integration.set-fraud-key")
         #expect(audit?.target == clientID)
         #expect(audit?.detail == "key id ABC123DEFG")
         // integration show --json keeps the key apart.

@@ -240,10 +240,10 @@ struct IntegrationCommandTests {
             try store.insertChallenge(
                 id: [UInt8](repeating: 1, count: 32), clientID: clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300))
         let state = ReceiptState(
-            verdict: "valid", type: "ATTEST", createdAt: 1_799_999_000, expiresAt: 1_807_775_000, riskMetric: nil, refreshedAt: nil)
+            verdict: .valid, type: .attest, createdAt: 1_799_999_000, expiresAt: 1_807_775_000, riskMetric: nil, refreshedAt: nil)
         _ = try store.registerDevice(
             DeviceRecord(
-                keyID: keyID, clientID: clientID, publicKey: [4] + [UInt8](repeating: 2, count: 64), counter: 3, environment: "production",
+                keyID: keyID, clientID: clientID, publicKey: [4] + [UInt8](repeating: 2, count: 64), counter: 3, environment: .production,
                 receipt: [], status: .active, createdAt: 1_800_000_000, updatedAt: 1_800_000_000, receiptState: state),
             firstToken: TokenRecord(
                 tokenHash: [UInt8](repeating: 9, count: 32), clientID: clientID, workspaceID: "ws1", keyID: keyID, scope: "messages",

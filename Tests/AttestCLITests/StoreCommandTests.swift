@@ -22,7 +22,7 @@ struct StoreCommandTests {
             #expect(try store.insertChallenge(id: id, clientID: kept.clientID, createdAt: 1_800_000_000, expiresAt: 1_800_000_300))
             let device = DeviceRecord(
                 keyID: [UInt8](repeating: seed, count: 32), clientID: kept.clientID, publicKey: [4] + [UInt8](repeating: seed, count: 64),
-                counter: UInt32(seed), environment: "production", receipt: [], status: .active, createdAt: 1_800_000_000,
+                counter: UInt32(seed), environment: .production, receipt: [], status: .active, createdAt: 1_800_000_000,
                 updatedAt: 1_800_000_000)
             let token = TokenRecord(
                 tokenHash: [UInt8](repeating: seed, count: 32), clientID: kept.clientID, workspaceID: "ws", keyID: device.keyID,

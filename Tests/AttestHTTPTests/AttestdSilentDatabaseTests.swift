@@ -18,7 +18,7 @@ struct AttestdSilentDatabaseTests {
         try store.insertIntegration(
             IntegrationRecord(
                 clientID: clientID, workspaceID: "ws", name: "n", teamID: "ABCDE12345", bundleIDs: ["com.example.a"],
-                environments: ["production"], status: .active, createdAt: 0, revokedAt: nil))
+                environments: [.production], status: .active, createdAt: 0, revokedAt: nil), audit: nil)
         guard let match = location.argument.firstMatch(of: #/@127\.0\.0\.1:(\d+)/#), let upstream = UInt16(match.1) else {
             Issue.record("the test server's URI names no 127.0.0.1 port")
             return

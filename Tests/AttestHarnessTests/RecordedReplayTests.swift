@@ -42,7 +42,7 @@ struct RecordedReplayTests {
                 continue
             }
             #expect(stored.counter == 0, "\(id): stored counter \(stored.counter)")
-            #expect(stored.environment == replay.recorded.environment, "\(id): stored environment \(stored.environment)")
+            #expect(stored.environment.rawValue == replay.recorded.environment, "\(id): stored environment \(stored.environment)")
             let point = replay.recorded.credentialPublicKeyPoint
             #expect(point != nil, "\(id): credential_public_key_pem is missing or does not parse")
             #expect(stored.publicKey == point, "\(id): stored public key differs from credential_public_key_pem")
@@ -57,8 +57,8 @@ struct RecordedReplayTests {
         let run = Harness.run
         for replay in run.attestations where replay.attest.status == 200 {
             let state = replay.device?.receiptState
-            #expect(state?.verdict == "valid", "\(replay.recorded.id): receipt verdict \(state?.verdict ?? "none")")
-            #expect(state?.type == "ATTEST", "\(replay.recorded.id)")
+            #expect(state?.verdict == .valid, "\(replay.recorded.id): receipt verdict \(state?.verdict.description ?? "none")")
+            #expect(state?.type == .attest, "\(replay.recorded.id)")
             #expect((state?.expiresAt ?? 0) > (state?.createdAt ?? 0), "\(replay.recorded.id)")
         }
     }

@@ -39,23 +39,23 @@ final class RefreshWorld: Sendable {
         let created = Self.start - 2 * 86_400
         device = DeviceRecord(
             keyID: [UInt8](repeating: 7, count: 32), clientID: Self.clientID, publicKey: [0x04] + [UInt8](repeating: 1, count: 64),
-            counter: 1, environment: "development",
+            counter: 1, environment: .development,
             receipt: try receipts.receipt(appID: Self.appID, created: created, risk: 0, type: "ATTEST"),
             status: .active, createdAt: created, updatedAt: created, appID: Self.appID,
             receiptState: ReceiptState(
-                verdict: "valid", type: "ATTEST", createdAt: created, expiresAt: created + 90 * 86_400, riskMetric: nil, refreshedAt: nil))
+                verdict: .valid, type: .attest, createdAt: created, expiresAt: created + 90 * 86_400, riskMetric: nil, refreshedAt: nil))
         try store.restore(
             StoreSnapshot(
                 integrations: [
                     IntegrationRecord(
                         clientID: Self.clientID, workspaceID: "w1", name: "Example", teamID: Self.teamID, bundleIDs: ["com.example.app"],
-                        environments: ["development", "production"], status: .active, createdAt: created, revokedAt: nil)
+                        environments: [.development, .production], status: .active, createdAt: created, revokedAt: nil)
                 ], devices: [device], tokens: []))
         let pem = try deviceCheckKey.pem
         let sealed = try SealedBox.seal(
             Array(pem.utf8), key: secretsKey,
             associatedData: FraudKeySealing.associatedData(clientID: Self.clientID, keyID: Self.fraudKeyID))
-        _ = try store.setFraudKey(clientID: Self.clientID, keyID: Self.fraudKeyID, sealedKey: sealed, at: Self.start)
+        _ = try store.setFraudKey(clientID: Self.clientID, keyID: Self.fraudKeyID, sealedKey: sealed, at: Self.start, audit: nil)
         let clock = clock
         fake = FakeApple(
             expectation: FakeApple.Expectation(
@@ -117,7 +117,7 @@ struct ReceiptRefresherTests {
         #expect(
             stored.receiptState
                 == ReceiptState(
-                    verdict: "valid", type: "RECEIPT", createdAt: RefreshWorld.start - 60, expiresAt: RefreshWorld.start - 60 + 90 * 86_400,
+                    verdict: .valid, type: .receipt, createdAt: RefreshWorld.start - 60, expiresAt: RefreshWorld.start - 60 + 90 * 86_400,
                     riskMetric: 7, refreshedAt: RefreshWorld.start))
         #expect(stored.counter == world.device.counter)
         // Refreshed now: not due again for a day.

@@ -28,7 +28,7 @@ struct TokenServiceTests {
         let stored = try #require(try world.store.device(keyID: device.keyID))
         #expect(stored.counter == 0)
         #expect(stored.publicKey == device.publicPoint)
-        #expect(stored.environment == "production")
+        #expect(stored.environment == .production)
 
         let second = try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1")
         #expect(second.accessToken != first.accessToken)
@@ -443,13 +443,14 @@ struct TokenServiceTests {
         let device = try SyntheticDevice()
         _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
         let verdict = try #require(try world.store.device(keyID: device.keyID)?.receiptState?.verdict)
-        #expect(verdict.hasPrefix("receipt_"), "a synthetic device's receipt is not Apple's: \(verdict)")
+        #expect(verdict.description.hasPrefix("receipt_"), "a synthetic device's receipt is not Apple's: \(verdict)")
         _ = try world.store.updatePolicy(
-            clientID: world.integration.clientID, policy: IntegrationPolicy(requireValidReceipt: true), maxLiveTokensPerDevice: nil)
+            clientID: world.integration.clientID, policy: IntegrationPolicy(requireValidReceipt: true), maxLiveTokensPerDevice: nil,
+            audit: nil)
         let strict = try SyntheticDevice()
         let refused = serviceError { try world.service.attest(try world.attestRequest(strict), from: "127.0.0.1") }
         #expect(refused?.code == .attestationRejected)
-        #expect(refused?.subcode.identifier == verdict)
+        #expect(refused?.subcode.identifier == verdict.description)
         #expect(try world.store.device(keyID: strict.keyID) == nil)
     }
 
@@ -460,8 +461,8 @@ struct TokenServiceTests {
         var device = try SyntheticDevice()
         _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
         _ = try world.store.updatePolicy(
-            clientID: world.integration.clientID, policy: IntegrationPolicy(maxRiskMetric: 5), maxLiveTokensPerDevice: nil)
-        let risky = ReceiptState(verdict: "valid", type: "RECEIPT", createdAt: 1, expiresAt: 2, riskMetric: 6, refreshedAt: 1)
+            clientID: world.integration.clientID, policy: IntegrationPolicy(maxRiskMetric: 5), maxLiveTokensPerDevice: nil, audit: nil)
+        let risky = ReceiptState(verdict: .valid, type: .receipt, createdAt: 1, expiresAt: 2, riskMetric: 6, refreshedAt: 1)
         try world.store.updateReceipt(keyID: device.keyID, receipt: [1], state: risky)
         #expect(
             serviceError { try world.service.refresh(try world.refreshRequest(&device), from: "127.0.0.1") }
@@ -479,7 +480,7 @@ struct TokenServiceTests {
         let world = try ServiceWorld(policy: policy)
         defer { world.remove() }
         _ = try world.store.updatePolicy(
-            clientID: world.integration.clientID, policy: IntegrationPolicy(maxNewKeysPerHour: 2), maxLiveTokensPerDevice: nil)
+            clientID: world.integration.clientID, policy: IntegrationPolicy(maxNewKeysPerHour: 2), maxLiveTokensPerDevice: nil, audit: nil)
         for _ in 0..<2 { _ = try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1") }
         let third = serviceError { try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1") }
         #expect(third == ServiceError(.rateLimited, .newKeysPerHour, ""))

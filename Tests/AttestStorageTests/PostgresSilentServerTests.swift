@@ -39,7 +39,7 @@ struct PostgresSilentServerTests {
         defer { world.proxy.close() }
         let store = PostgresTokenStore(unconnected: world.settings)
         try store.checkAvailable()
-        try store.insertIntegration(PostgresStoreTests.integration("clid_a"))
+        try store.insertIntegration(PostgresStoreTests.integration("clid_a"), audit: nil)
         #expect(try store.integration(clientID: "clid_a") != nil)
         world.proxy.silence()
 

@@ -22,11 +22,11 @@ struct PostgresStoreTests {
     func reconnectsAfterTermination() throws {
         let location = try TestStoreLocation(.postgresql)
         let store = try location.open(at: Self.time, connections: 2)
-        try store.insertIntegration(Self.integration("clid_a"))
+        try store.insertIntegration(Self.integration("clid_a"), audit: nil)
         #expect(try store.integration(clientID: "clid_a") != nil)
         try Self.terminateOtherSessions(location)
         #expect(try store.integration(clientID: "clid_a") != nil)
-        try store.insertIntegration(Self.integration("clid_b"))
+        try store.insertIntegration(Self.integration("clid_b"), audit: nil)
         #expect(try store.integrations().count == 2)
     }
 
@@ -34,9 +34,9 @@ struct PostgresStoreTests {
     func refusesNULInText() throws {
         let location = try TestStoreLocation(.postgresql)
         let store = try location.open(at: Self.time, connections: 1)
-        try store.insertIntegration(Self.integration("clid_a"))
+        try store.insertIntegration(Self.integration("clid_a"), audit: nil)
         #expect(throws: StorageError(.misuse, "")) { try store.integration(clientID: "clid_a\u{0}anything") }
-        #expect(throws: StorageError(.misuse, "")) { try store.insertIntegration(Self.integration("clid_b\u{0}")) }
+        #expect(throws: StorageError(.misuse, "")) { try store.insertIntegration(Self.integration("clid_b\u{0}"), audit: nil) }
         #expect(try store.integrations().map(\.clientID) == ["clid_a"])
     }
 
@@ -170,7 +170,7 @@ struct PostgresStoreTests {
     func challengeLocksNoIntegrationRow() throws {
         let location = try TestStoreLocation(.postgresql)
         let store = try location.open(at: Self.time, connections: 1)
-        try store.insertIntegration(Self.integration("clid_a"))
+        try store.insertIntegration(Self.integration("clid_a"), audit: nil)
         guard case .postgresql(let settings) = location.location else { throw StorageError.misuse("not PostgreSQL") }
         let connection = try PostgresConnection(settings)
         let lockers = "SELECT xmax::text FROM integrations WHERE client_id = 'clid_a'"
@@ -253,7 +253,7 @@ struct PostgresStoreTests {
     static func integration(_ clientID: String) -> IntegrationRecord {
         IntegrationRecord(
             clientID: clientID, workspaceID: "ws", name: "n", teamID: "ABCDE12345", bundleIDs: ["com.example.a"],
-            environments: ["production"], status: .active, createdAt: time, revokedAt: nil)
+            environments: [.production], status: .active, createdAt: time, revokedAt: nil)
     }
 
     /// A loopback port nothing listens on.

@@ -21,7 +21,7 @@ struct TokenStoreContractTests {
             location = try TestStoreLocation(backend)
             store = try location.open(at: TokenStoreContractTests.time)
             integration = Self.integration("clid_contract")
-            try store.insertIntegration(integration)
+            try store.insertIntegration(integration, audit: nil)
         }
 
         /// A second store on the same database: another node.
@@ -30,13 +30,13 @@ struct TokenStoreContractTests {
         static func integration(_ clientID: String, bundleIDs: [String] = ["com.example.b", "com.example.a"]) -> IntegrationRecord {
             IntegrationRecord(
                 clientID: clientID, workspaceID: "ws_1", name: "App", teamID: "ABCDE12345", bundleIDs: bundleIDs.sorted(),
-                environments: ["production"], status: .active, createdAt: TokenStoreContractTests.time, revokedAt: nil)
+                environments: [.production], status: .active, createdAt: TokenStoreContractTests.time, revokedAt: nil)
         }
 
         func device(_ seed: UInt8, counter: UInt32 = 0) -> DeviceRecord {
             DeviceRecord(
                 keyID: [UInt8](repeating: seed, count: 32), clientID: integration.clientID,
-                publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: counter, environment: "production",
+                publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: counter, environment: .production,
                 receipt: [1, 2, 3], status: .active, createdAt: TokenStoreContractTests.time, updatedAt: TokenStoreContractTests.time,
                 trustAnchor: String(repeating: "ab", count: 32), appID: "ABCDE12345.com.example.a")
         }
@@ -77,9 +77,9 @@ struct TokenStoreContractTests {
         let world = try World(backend)
         #expect(try world.store.integration(clientID: "clid_contract") == world.integration)
         #expect(try world.store.integration(clientID: "clid_missing") == nil)
-        #expect(throws: StorageError(.constraint, "")) { try world.store.insertIntegration(world.integration) }
+        #expect(throws: StorageError(.constraint, "")) { try world.store.insertIntegration(world.integration, audit: nil) }
         let second = World.integration("clid_second")
-        try world.store.insertIntegration(second)
+        try world.store.insertIntegration(second, audit: nil)
         #expect(try world.store.integrations().map(\.clientID) == ["clid_contract", "clid_second"])
     }
 
@@ -89,15 +89,15 @@ struct TokenStoreContractTests {
         try world.register(1)
         try world.register(2)
         try world.challenge(9)
-        let summary = try #require(try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time + 10))
+        let summary = try #require(try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time + 10, audit: nil))
         #expect(summary == RevocationSummary(changed: true, tokensRevoked: 2, devicesBlocked: 2))
         #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time + 11) == nil)
         #expect(try world.store.device(keyID: world.device(1).keyID)?.status == .revoked)
         #expect(try world.store.challenge(id: [UInt8](repeating: 9, count: 32)) == nil)
         let record = try #require(try world.store.integration(clientID: "clid_contract"))
         #expect(record.status == .revoked && record.revokedAt == Self.time + 10)
-        #expect(try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time + 20)?.changed == false)
-        #expect(try world.store.revokeIntegration(clientID: "clid_missing", at: Self.time) == nil)
+        #expect(try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time + 20, audit: nil)?.changed == false)
+        #expect(try world.store.revokeIntegration(clientID: "clid_missing", at: Self.time, audit: nil) == nil)
         #expect(try world.store.statistics().counts == [0, 0, 1])
     }
 
@@ -131,11 +131,11 @@ struct TokenStoreContractTests {
         }
         #expect(try !insert(ids[0], "clid_missing"))
         #expect(try !world.store.replaceChallenge(id: ids[0], clientID: "clid_missing", createdAt: Self.time, expiresAt: Self.time + 60))
-        #expect(try world.store.setSuspended(clientID: clientID, at: Self.time) == true)
+        #expect(try world.store.setSuspended(clientID: clientID, at: Self.time, audit: nil) == true)
         #expect(try !insert(ids[1], clientID))
-        #expect(try world.store.setSuspended(clientID: clientID, at: nil) == true)
+        #expect(try world.store.setSuspended(clientID: clientID, at: nil, audit: nil) == true)
         #expect(try insert(ids[2], clientID))
-        _ = try world.store.revokeIntegration(clientID: clientID, at: Self.time)
+        _ = try world.store.revokeIntegration(clientID: clientID, at: Self.time, audit: nil)
         #expect(try !insert(ids[3], clientID))
         #expect(try !world.store.replaceChallenge(id: ids[3], clientID: clientID, createdAt: Self.time, expiresAt: Self.time + 60))
         for id in [ids[0], ids[1], ids[3]] { #expect(try world.store.challenge(id: id) == nil) }
@@ -174,7 +174,7 @@ struct TokenStoreContractTests {
         // Revocation deletes pending challenges, and the store issues none for a revoked
         // integration; write the rows that a challenge issued during the revocation's commit can
         // leave, so that the transactions get past the challenge to the integration check.
-        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time, audit: nil)
         try world.location.insertChallengeRow(
             id: [UInt8](repeating: 2, count: 32), clientID: "clid_contract", createdAt: Self.time, expiresAt: Self.time + 60)
         let registration = try world.store.registerDevice(
@@ -225,7 +225,7 @@ struct TokenStoreContractTests {
         try world.register(1)
         let keyID = world.device(1).keyID
         let receipt = ReceiptState(
-            verdict: "valid", type: "RECEIPT", createdAt: Self.time, expiresAt: nil, riskMetric: 3, refreshedAt: Self.time + 9)
+            verdict: .valid, type: .receipt, createdAt: Self.time, expiresAt: nil, riskMetric: 3, refreshedAt: Self.time + 9)
         try world.store.updateReceipt(keyID: keyID, receipt: [9, 8, 7], state: receipt)
         let challengeID = try world.challenge(2)
         let unknown = [UInt8](repeating: 77, count: 32)
@@ -257,7 +257,7 @@ struct TokenStoreContractTests {
     )
     func concurrentChallenges(_ backend: StoreBackend) throws {
         let world = try World(backend)
-        try world.store.insertIntegration(World.integration("clid_other"))
+        try world.store.insertIntegration(World.integration("clid_other"), audit: nil)
         let nodes = [world.store, try world.otherNode()]
         let failures = Mutex(0)
         DispatchQueue.concurrentPerform(iterations: 40) { index in
@@ -318,7 +318,7 @@ struct TokenStoreContractTests {
         try world.register(1)
         let hash = world.token(1, keySeed: 1).tokenHash
         #expect(try other.activeToken(hash: hash, at: Self.time) != nil)
-        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time, audit: nil)
         #expect(try other.activeToken(hash: hash, at: Self.time) == nil)
     }
 
@@ -376,7 +376,7 @@ struct TokenStoreContractTests {
         let challenges = try (0..<10).map { try world.challenge(UInt8(100 + $0)) }
         DispatchQueue.concurrentPerform(iterations: 11) { index in
             if index == 10 {
-                _ = try? nodes[1].revokeIntegration(clientID: "clid_contract", at: Self.time)
+                _ = try? nodes[1].revokeIntegration(clientID: "clid_contract", at: Self.time, audit: nil)
             } else {
                 let seed = UInt8(100 + index)
                 _ = try? nodes[index % 2].registerDevice(
@@ -401,8 +401,8 @@ struct TokenStoreContractTests {
         _ = try world.store.advanceCounter(
             keyID: world.device(1).keyID, from: 0, to: 7, at: Self.time, token: world.token(3, keySeed: 1),
             consumingChallenge: try world.challenge(3), keepingLatest: nil)
-        try world.store.insertIntegration(World.integration("clid_gone"))
-        _ = try world.store.revokeIntegration(clientID: "clid_gone", at: Self.time + 1)
+        try world.store.insertIntegration(World.integration("clid_gone"), audit: nil)
+        _ = try world.store.revokeIntegration(clientID: "clid_gone", at: Self.time + 1, audit: nil)
         let snapshot = try world.store.snapshot(at: Self.time)
         #expect(snapshot.integrations.map(\.clientID) == ["clid_contract", "clid_gone"])
         #expect(snapshot.devices.count == 2)
@@ -467,18 +467,18 @@ struct TokenStoreContractTests {
         try world.register(1)
         let hash = world.token(1, keySeed: 1).tokenHash
         let challenge = try world.challenge(2)  // issued before the suspension, spent after it
-        #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time) == true)
+        #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time, audit: nil) == true)
         #expect(try world.store.integration(clientID: "clid_contract")?.suspendedAt == Self.time)
         #expect(try world.store.activeToken(hash: hash, at: Self.time) == nil)
         let refresh = try world.store.advanceCounter(
             keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: world.token(2, keySeed: 1),
             consumingChallenge: challenge, keepingLatest: nil)
         #expect(refresh == .integrationSuspended)
-        #expect(try world.store.setSuspended(clientID: "clid_contract", at: nil) == true)
+        #expect(try world.store.setSuspended(clientID: "clid_contract", at: nil, audit: nil) == true)
         #expect(try world.store.activeToken(hash: hash, at: Self.time) != nil)
-        #expect(try world.store.setSuspended(clientID: "clid_missing", at: Self.time) == nil)
-        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time)
-        #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time) == false)
+        #expect(try world.store.setSuspended(clientID: "clid_missing", at: Self.time, audit: nil) == nil)
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time, audit: nil)
+        #expect(try world.store.setSuspended(clientID: "clid_contract", at: Self.time, audit: nil) == false)
     }
 
     @Test("one token can be revoked alone, and a blocked device's tokens die with it", arguments: StoreBackend.available)
@@ -486,14 +486,14 @@ struct TokenStoreContractTests {
         let world = try World(backend)
         try world.register(1)
         try world.register(2)
-        #expect(try world.store.revokeToken(hash: world.token(1, keySeed: 1).tokenHash))
-        #expect(try !world.store.revokeToken(hash: world.token(1, keySeed: 1).tokenHash))
+        #expect(try world.store.revokeToken(hash: world.token(1, keySeed: 1).tokenHash, audit: nil))
+        #expect(try !world.store.revokeToken(hash: world.token(1, keySeed: 1).tokenHash, audit: nil))
         #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == nil)
         #expect(try world.store.activeToken(hash: world.token(2, keySeed: 2).tokenHash, at: Self.time) != nil)
-        #expect(try world.store.blockDevice(keyID: world.device(2).keyID, at: Self.time) == 1)
+        #expect(try world.store.blockDevice(keyID: world.device(2).keyID, at: Self.time, audit: nil) == 1)
         #expect(try world.store.activeToken(hash: world.token(2, keySeed: 2).tokenHash, at: Self.time) == nil)
         #expect(try world.store.device(keyID: world.device(2).keyID)?.status == .revoked)
-        #expect(try world.store.blockDevice(keyID: [UInt8](repeating: 77, count: 32), at: Self.time) == nil)
+        #expect(try world.store.blockDevice(keyID: [UInt8](repeating: 77, count: 32), at: Self.time, audit: nil) == nil)
     }
 
     @Test("a token of a device blocked by other means (a row edited by hand) is not active", arguments: StoreBackend.available)
@@ -533,17 +533,56 @@ struct TokenStoreContractTests {
         #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == nil)
     }
 
+    @Test(
+        "two refreshes in the same second with a cap of 1: the token just minted survives, whatever its hash (L3)",
+        arguments: StoreBackend.available)
+    func keepLatestWithinOneSecond(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let keyID = world.device(1).keyID
+        // The older token's hash sorts above the newer one's: a tie on issued_at broken by the
+        // hash alone would keep the older token.
+        for (step, seed) in [(UInt32(1), UInt8(0xF0)), (2, 0x20)] {
+            let outcome = try world.store.advanceCounter(
+                keyID: keyID, from: step - 1, to: step, at: Self.time, token: world.token(seed, keySeed: 1),
+                consumingChallenge: try world.challenge(UInt8(40 + step)), keepingLatest: 1)
+            #expect(outcome == .advanced)
+            #expect(try world.store.activeToken(hash: world.token(seed, keySeed: 1).tokenHash, at: Self.time) != nil)
+        }
+        #expect(try world.store.activeToken(hash: world.token(0xF0, keySeed: 1).tokenHash, at: Self.time) == nil)
+        #expect(try world.store.liveTokenCount(keyID: keyID, at: Self.time) == 1)
+    }
+
     @Test("the audit log keeps every entry in order and filters by time", arguments: StoreBackend.available)
     func auditLog(_ backend: StoreBackend) throws {
         let world = try World(backend)
+        let revoke = AuditNote<RevocationSummary>(
+            at: Self.time, actor: "alice (attestctl)", action: .integrationRevoke, target: "clid_contract"
+        ) { "\($0.tokensRevoked) tokens" }
+        let tokenNote = AuditNote<Bool>(at: Self.time + 5, actor: "bob (attestctl)", action: .tokenRevoke, target: "ab") { _ in "" }
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time, audit: revoke)
+        _ = try world.otherNode().revokeToken(hash: [0xAB], audit: tokenNote)
         let first = AuditEntry(
-            at: Self.time, actor: "alice (attestctl)", action: "integration.revoke", target: "clid_x", detail: "2 tokens")
-        let second = AuditEntry(at: Self.time + 5, actor: "bob (attestctl)", action: "token.revoke", target: "ab", detail: "")
-        try world.store.appendAudit(first)
-        try world.otherNode().appendAudit(second)
+            at: Self.time, actor: "alice (attestctl)", action: .integrationRevoke, target: "clid_contract", detail: "0 tokens")
+        let second = AuditEntry(at: Self.time + 5, actor: "bob (attestctl)", action: .tokenRevoke, target: "ab", detail: "")
         #expect(try world.store.auditLog(since: 0, limit: 10) == [first, second])
         #expect(try world.store.auditLog(since: Self.time + 1, limit: 10) == [second])
         #expect(try world.store.auditLog(since: 0, limit: 1) == [first])
+    }
+
+    @Test(
+        "a change and its audit row are one transaction: no row for a change that failed or found nothing",
+        arguments: StoreBackend.available)
+    func auditInTransaction(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let note = AuditNote<Void>(at: Self.time, actor: "alice", action: .integrationCreate, target: "clid_contract") { _ in "again" }
+        // A duplicate client ID fails on its constraint: neither the integration nor the row stays.
+        #expect(throws: StorageError.self) { try world.store.insertIntegration(world.integration, audit: note) }
+        let missing = AuditNote<Int>(at: Self.time, actor: "alice", action: .deviceBlock, target: "00") { "\($0) tokens revoked" }
+        #expect(try world.store.blockDevice(keyID: [UInt8](repeating: 0, count: 32), at: Self.time, audit: missing) == nil)
+        let unchanged = AuditNote<Bool>(at: Self.time, actor: "gateway", action: .tokenRevoke, target: "00") { $0 ? "revoked" : nil }
+        #expect(try world.store.revokeToken(hash: [0], audit: unchanged) == false)
+        #expect(try world.store.auditLog(since: 0, limit: 10).isEmpty)
     }
 }
 

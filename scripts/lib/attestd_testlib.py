@@ -1,8 +1,11 @@
-"""What scripts/reliability.py and scripts/check_openapi.py share (python3 standard library only).
+"""What the Python checks share (scripts/reliability.py and its modules in scripts/reliability_checks/,
+scripts/check_*.py; python3 standard library only).
 
-- Tally: PASS/FAIL lines and their counts;
+- Tally: PASS/FAIL lines, their counts and the closing "N passed, N failed" line (scripts/lib/tally.sh is
+  the same for the bash checks);
 - Attestd: a real attestd on 127.0.0.1, port 0 (the port is read from its log), stopped with SIGTERM;
 - create_integration: `attestctl integration create`, returning the client ID;
+- free_port: a free TCP port on 127.0.0.1 (scripts/lib/free_port.py prints one for the bash scripts);
 - a minimal HTTP/1.1 client on raw sockets (so that malformed bytes can be sent as they are).
 
 Every wait is bounded in time; every socket has a timeout; everything listens on 127.0.0.1 only.
@@ -25,7 +28,8 @@ HOST = "127.0.0.1"
 
 
 class Tally:
-    """Prints "PASS: text" / "FAIL: text" lines (to `out`) and counts them."""
+    """Prints "PASS: text" / "FAIL: text[: detail]" lines (to `out`), counts them, and ends with the line
+    "N passed, N failed" (what CI reads). scripts/lib/tally.sh prints the same lines for the bash checks."""
 
     def __init__(self, out=None):
         self.out = out
@@ -40,17 +44,35 @@ class Tally:
         self.passed += 1
         self._print("PASS: " + text)
 
-    def fail(self, text):
+    def fail(self, text, detail=""):
         self.failed += 1
         self.failures.append(text)
-        self._print("FAIL: " + text)
+        self._print("FAIL: " + text + (": " + detail if detail else ""))
 
-    def check(self, ok, text):
-        (self.pass_ if ok else self.fail)(text)
+    def check(self, ok, text, detail=""):
+        """PASS when `ok`, else FAIL with `detail` (the why) after the text."""
+        if ok:
+            self.pass_(text)
+        else:
+            self.fail(text, detail)
         return bool(ok)
+
+    def absorb(self, output):
+        """Prints another checker's output and counts its PASS:/FAIL: lines as this tally's."""
+        out = self.out or sys.stdout
+        out.write(output if output.endswith("\n") or not output else output + "\n")
+        out.flush()
+        lines = output.splitlines()
+        self.passed += sum(line.startswith("PASS: ") for line in lines)
+        self.failed += sum(line.startswith("FAIL: ") for line in lines)
 
     def summary(self):
         return "%d passed, %d failed" % (self.passed, self.failed)
+
+    def finish(self):
+        """Prints the closing line; returns the exit status (1 when anything failed)."""
+        self._print(self.summary())
+        return 1 if self.failed else 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,6 +84,13 @@ def exit_status(returncode):
     if returncode is None:
         return None
     return 128 - returncode if returncode < 0 else returncode
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now (bound, read and released: the caller binds it next)."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
 
 
 def alive(pid):

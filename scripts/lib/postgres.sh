@@ -32,8 +32,10 @@ attestd_as_pg_owner() {
     fi
 }
 
+ATTESTD_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
 attestd_free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+    python3 "$ATTESTD_LIB_DIR/free_port.py"
 }
 
 attestd_start_postgres() {

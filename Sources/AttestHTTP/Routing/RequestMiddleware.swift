@@ -62,10 +62,7 @@ struct ObservedRequests: RouterMiddleware {
     private let successes = RequestCounter()
 
     init(metrics: Metrics, logger: Logger, logSuccessEvery: Int, sampledRoutes: Set<String>) {
-        self.metrics = metrics
-        self.logger = logger
-        self.logSuccessEvery = logSuccessEvery
-        self.sampledRoutes = sampledRoutes
+        (self.metrics, self.logger, self.logSuccessEvery, self.sampledRoutes) = (metrics, logger, logSuccessEvery, sampledRoutes)
     }
 
     func complete(_ response: inout HTTPResponse, _ context: RequestContext) {

@@ -1,0 +1,176 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+    public import FoundationNetworking
+#endif
+
+/// The app's side of attestd: `try await client.token()` gives a valid access token, running
+/// App Attest as needed (docs/CLIENT.md).
+///
+/// The first call on a device asks attestd for a challenge, makes a key, attests it with SHA-256
+/// of the challenge's bytes as the client data hash and exchanges the attestation for a token.
+/// Later calls return the token from memory while more than the renewal margin of its life
+/// remains, then refresh it by assertion (a challenge, an assertion, `/v1/token`); a client made
+/// after an app restart finds the key in its `KeyIDStore` and refreshes by assertion too. Any
+/// number of concurrent calls share one attestation or refresh. Nothing is logged.
+public actor AttestClient {
+    /// Where attestd is and who the app is.
+    public struct Configuration: Sendable {
+        /// attestd's base URL (`https://attest.example.com`, or with a path prefix).
+        public var baseURL: URL
+        /// The integration's client ID (`clid_` and 32 lower-case hex digits), from
+        /// `attestctl integration create`. Not a secret.
+        public var clientID: String
+        /// The clock that decides whether the cached token is still fresh.
+        public var clock: @Sendable () -> Date
+        /// The session requests go through.
+        public var session: URLSession
+        /// How long before its expiry a token is renewed (at most half its lifetime).
+        public var renewalMargin: TimeInterval
+        /// How long one call keeps retrying connection failures, 429, 503 and other 5xx.
+        public var retryBudget: TimeInterval
+        /// The timeout of each request.
+        public var requestTimeout: TimeInterval
+
+        public init(
+            baseURL: URL, clientID: String, clock: @escaping @Sendable () -> Date = Date.init, session: URLSession = .shared,
+            renewalMargin: TimeInterval = 300, retryBudget: TimeInterval = 30, requestTimeout: TimeInterval = 15
+        ) {
+            self.baseURL = baseURL
+            self.clientID = clientID
+            self.clock = clock
+            self.session = session
+            self.renewalMargin = renewalMargin
+            self.retryBudget = retryBudget
+            self.requestTimeout = requestTimeout
+        }
+    }
+
+    let configuration: Configuration
+    let device: any AppAttestDevice
+    let keyStore: any KeyIDStore
+    let service: ServiceConnection
+
+    /// The App Attest key as far as this process knows (the flow's state).
+    var key = KeyState.unloaded
+    /// A challenge not yet presented, kept for the next attestation when Apple's service was
+    /// unavailable (Apple asks for the retry to use the same client data hash).
+    var unspentChallenge: IssuedChallenge?
+    /// Set when attestd answers `integration_revoked`: revocation is permanent, so every later
+    /// call throws at once, with no request that could only be refused.
+    var revoked = false
+
+    /// The token in memory and when to renew it.
+    private var cached: (token: AccessToken, renewAt: Date)?
+    /// The attestation or refresh in flight, which every caller waits for.
+    private var flight: Task<Void, Never>?
+    /// True when every caller of the flight was cancelled, so it was cancelled too.
+    private var flightCancelled = false
+    private var waiters: [UInt64: CheckedContinuation<AccessToken, any Error>] = [:]
+    private var nextWaiter: UInt64 = 0
+
+    public init(configuration: Configuration, device: any AppAttestDevice, keyStore: any KeyIDStore) {
+        self.configuration = configuration
+        self.device = device
+        self.keyStore = keyStore
+        service = ServiceConnection(
+            baseURL: configuration.baseURL, clientID: configuration.clientID, session: configuration.session,
+            timeout: configuration.requestTimeout)
+    }
+
+    /// A token with more than the renewal margin of its life left: the one in memory, or a new
+    /// one (by attestation the first time on this device, by assertion after). Throws
+    /// `AttestClientError`, or `CancellationError` when the calling task is cancelled.
+    public func token() async throws -> AccessToken {
+        try await token(forcingRefresh: false)
+    }
+
+    /// `token()`, but with `forcingRefresh` a token the API refused (401) is not returned again:
+    /// a new one is fetched by assertion.
+    public func token(forcingRefresh: Bool) async throws -> AccessToken {
+        if revoked { throw AttestClientError.integrationRevoked }
+        if forcingRefresh {
+            cached = nil
+        } else if let cached, configuration.clock() < cached.renewAt {
+            return cached.token
+        }
+        try Task.checkCancellation()
+        let id = nextWaiter
+        nextWaiter += 1
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                waiters[id] = continuation
+                // Single flight: the first caller starts the work, every other one waits for it.
+                if flight == nil { startFlight() }
+            }
+        } onCancel: {
+            Task { await self.abandon(id) }
+        }
+    }
+
+    /// `request` with `Authorization: Bearer <token>` from `token()`.
+    public func authorize(_ request: URLRequest) async throws -> URLRequest {
+        let token = try await token()
+        var request = request
+        request.setValue("Bearer \(token.value)", forHTTPHeaderField: "Authorization")
+        return request
+    }
+
+    private func startFlight() {
+        flightCancelled = false
+        // While the token in hand still works, a renewal that meets an outage gives up at once and
+        // the caller gets that token (the next call tries again), rather than waiting out the budget.
+        let renewing = cached.map { configuration.clock() < $0.token.expiresAt } ?? false
+        let budget = renewing ? 0 : configuration.retryBudget
+        flight = Task {
+            let result: Result<AccessToken, any Error>
+            do {
+                result = .success(try await obtain(retryBudget: budget))
+            } catch {
+                result = .failure(error)
+            }
+            land(result)
+        }
+    }
+
+    /// The flight's end: the token is cached and every waiter answered.
+    private func land(_ result: Result<AccessToken, any Error>) {
+        flight = nil
+        if flightCancelled, case .failure = result, !waiters.isEmpty {
+            // Cancelled for callers that left; callers that came since get a flight of their own.
+            startFlight()
+            return
+        }
+        var outcome = result
+        switch result {
+        case .success(let token):
+            let margin = min(configuration.renewalMargin, token.expiresAt.timeIntervalSince(configuration.clock()) / 2)
+            cached = (token, token.expiresAt.addingTimeInterval(-margin))
+        case .failure(let error as AttestClientError):
+            switch error {
+            case .transport, .serviceUnavailable, .rateLimited:
+                // Renewal failed for a reason that will pass: the token in hand still works.
+                if let cached, configuration.clock() < cached.token.expiresAt { outcome = .success(cached.token) }
+            case .integrationRevoked, .integrationSuspended, .deviceBlocked, .integrationNotFound:
+                cached = nil
+            case .unsupportedDevice, .rejected:
+                break
+            }
+        case .failure:
+            break
+        }
+        let answered = waiters
+        waiters = [:]
+        for continuation in answered.values { continuation.resume(with: outcome) }
+    }
+
+    /// A cancelled caller stops waiting at once; when no caller is left, the flight is cancelled.
+    private func abandon(_ id: UInt64) {
+        guard let continuation = waiters.removeValue(forKey: id) else { return }
+        continuation.resume(throwing: CancellationError())
+        if waiters.isEmpty, let flight {
+            flightCancelled = true
+            flight.cancel()
+        }
+    }
+}

@@ -1,0 +1,34 @@
+public import Foundation
+
+/// Why `AttestClient.token()` could not give a token. docs/CLIENT.md says what an app should do
+/// with each. (`token()` may also throw `CancellationError` when the calling task is cancelled,
+/// and, unchanged, an error of the key store or one the device reports outside
+/// `AppAttestDeviceError`.)
+public enum AttestClientError: Error, Sendable, Equatable {
+    /// App Attest is not available on this device (`isSupported` is false, or the device said
+    /// `featureUnsupported`). No request was made.
+    case unsupportedDevice
+    /// attestd knows no integration with this client ID (404 `integration_not_found`).
+    case integrationNotFound
+    /// The integration was revoked, permanently (403 `integration_revoked`). From then on this
+    /// client throws it at once without any request.
+    case integrationRevoked
+    /// The integration is suspended while its operator investigates (403
+    /// `integration_suspended`); a later call tries again.
+    case integrationSuspended
+    /// This device's key is blocked (403 `device_blocked`). The client does not make a new key to
+    /// get around the block.
+    case deviceBlocked
+    /// attestd answered 429 past the retry budget; `retryAfter` is its `Retry-After` in seconds.
+    case rateLimited(retryAfter: TimeInterval?)
+    /// attestd (or Apple's App Attest service) was unavailable past the retry budget: 503, another
+    /// 5xx, or `DCError.serverUnavailable`; `retryAfter` is the service's `Retry-After`, if any.
+    case serviceUnavailable(retryAfter: TimeInterval?)
+    /// attestd refused the request for another reason: the problem's HTTP status, `code` and
+    /// `reason` (docs/API.md), e.g. 400 `malformed_request`/`client_id` for a misspelt client ID, or
+    /// 401 `attestation_rejected`/`environment_not_allowed`.
+    case rejected(status: Int, code: String, reason: String)
+    /// No usable answer from attestd within the retry budget: no connection, a dropped connection,
+    /// a timeout, or an answer that is not attestd's; the text says which.
+    case transport(String)
+}

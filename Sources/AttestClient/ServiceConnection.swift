@@ -1,0 +1,180 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A token as attestd issued it: the bearer value and its lifetime in seconds.
+struct IssuedToken: Sendable {
+    let value: String
+    let lifetime: TimeInterval
+}
+
+/// An answer from attestd (or from whatever answers in front of it) other than 200: its status,
+/// the problem's `code` and `reason` (empty when the body is not a problem), and `Retry-After`.
+struct Refusal: Error, Sendable, Equatable {
+    let status: Int
+    let code: String
+    let reason: String
+    let retryAfter: TimeInterval?
+}
+
+/// No answer that can be read: no connection, a dropped one, a timeout, or a 200 that is not
+/// attestd's. Whether the request reached attestd is unknown.
+struct TransportFailure: Error, Sendable {
+    let description: String
+}
+
+/// The three requests of the device flow (docs/API.md), one `URLSession` request each, with
+/// nothing retried here: the flow decides. Never logs, and never puts a token, key ID or
+/// assertion into an error.
+struct ServiceConnection: Sendable {
+    let baseURL: URL
+    let clientID: String
+    let session: URLSession
+    let timeout: TimeInterval
+
+    /// POST /v1/challenge: a challenge and how long attestd accepts it (seconds).
+    func challenge() async throws -> (ClientData, lifetime: TimeInterval) {
+        struct Answer: Decodable {
+            let challenge: String
+            let expiresIn: Double?
+
+            enum CodingKeys: String, CodingKey {
+                case challenge
+                case expiresIn = "expires_in"
+            }
+        }
+        let body = try await post("v1/challenge", ["client_id": clientID])
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: body), let data = ClientData(challenge: answer.challenge) else {
+            throw TransportFailure(description: "the answer to /v1/challenge is not attestd's")
+        }
+        return (data, answer.expiresIn ?? 300)
+    }
+
+    /// POST /v1/attest with the attestation of `keyID` over `challenge`.
+    func attest(keyID: String, attestation: Data, challenge: ClientData) async throws -> IssuedToken {
+        try token(
+            try await post(
+                "v1/attest",
+                [
+                    "client_id": clientID, "key_id": keyID, "attestation": attestation.base64EncodedString(),
+                    "challenge": challenge.challenge,
+                ]), path: "/v1/attest")
+    }
+
+    /// POST /v1/token with an assertion of `keyID` over `challenge`.
+    func refresh(keyID: String, assertion: Data, challenge: ClientData) async throws -> IssuedToken {
+        try token(
+            try await post(
+                "v1/token",
+                ["client_id": clientID, "key_id": keyID, "assertion": assertion.base64EncodedString(), "challenge": challenge.challenge]),
+            path: "/v1/token")
+    }
+
+    private func token(_ body: Data, path: String) throws -> IssuedToken {
+        struct Answer: Decodable {
+            let accessToken: String
+            let expiresIn: Double
+
+            enum CodingKeys: String, CodingKey {
+                case accessToken = "access_token"
+                case expiresIn = "expires_in"
+            }
+        }
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: body), !answer.accessToken.isEmpty, answer.expiresIn > 0 else {
+            throw TransportFailure(description: "the answer to \(path) is not attestd's")
+        }
+        return IssuedToken(value: answer.accessToken, lifetime: answer.expiresIn)
+    }
+
+    /// The body of a 200 answer to a JSON POST; throws `Refusal` for any other status,
+    /// `TransportFailure` when there is no answer, `CancellationError` when the task is cancelled.
+    private func post(_ path: String, _ fields: [String: String]) async throws -> Data {
+        var request = URLRequest(
+            url: baseURL.appendingPathComponent(path), cachePolicy: .reloadIgnoringLocalCacheData, timeoutInterval: timeout)
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        request.httpBody = try encoder.encode(fields)
+        let (body, response) = try await send(request)
+        guard response.statusCode == 200 else {
+            struct Problem: Decodable {
+                let code: String?
+                let reason: String?
+            }
+            let problem = try? JSONDecoder().decode(Problem.self, from: body)
+            throw Refusal(
+                status: response.statusCode, code: problem?.code ?? "", reason: problem?.reason ?? "",
+                retryAfter: RetrySchedule.retryAfter(response.value(forHTTPHeaderField: "Retry-After")))
+        }
+        return body
+    }
+
+    /// One request, cancelled with the calling task. (`URLSession.data(for:)` needs iOS 15 and
+    /// macOS 12; this works from the package's minimums on.)
+    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let handle = DataTaskHandle()
+        let session = session
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        if (error as? URLError)?.code == .cancelled, handle.wasCancelled {
+                            continuation.resume(throwing: CancellationError())
+                        } else {
+                            continuation.resume(throwing: TransportFailure(description: Self.describe(error)))
+                        }
+                    } else if let response = response as? HTTPURLResponse {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: TransportFailure(description: "no HTTP answer"))
+                    }
+                }
+                handle.start(task)
+            }
+        } onCancel: {
+            handle.cancel()
+        }
+    }
+
+    /// A URL loading error in words: its code and Foundation's sentence (neither carries a body).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? URLError { return "URLError \(error.code.rawValue): \(error.localizedDescription)" }
+        return String(describing: type(of: error))
+    }
+}
+
+/// The data task of one request, so that cancellation (from any thread, possibly before the
+/// task exists) reaches it.
+private final class DataTaskHandle: @unchecked Sendable {
+    // @unchecked: `task` and `cancelled` are read and written only while holding `lock`.
+    private let lock = NSLock()
+    private var task: URLSessionDataTask?
+    private var cancelled = false
+
+    var wasCancelled: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return cancelled
+    }
+
+    func start(_ task: URLSessionDataTask) {
+        lock.lock()
+        self.task = task
+        let cancelled = self.cancelled
+        lock.unlock()
+        task.resume()
+        if cancelled { task.cancel() }
+    }
+
+    func cancel() {
+        lock.lock()
+        cancelled = true
+        let task = self.task
+        lock.unlock()
+        task?.cancel()
+    }
+}

@@ -1,0 +1,118 @@
+/// Registration, refresh, lookups and device administration, written once for both dialects.
+extension SQLTokenStore {
+    // MARK: DeviceStore
+
+    package func registerDevice(
+        _ device: DeviceRecord, firstToken: TokenRecord, consumingChallenge challengeID: [UInt8], at time: Int64
+    ) throws(StorageError) -> RegistrationOutcome {
+        try perform(.transaction) { session throws(StorageError) -> RegistrationOutcome in
+            // The integration's row first (PostgreSQL: FOR KEY SHARE), as in revocation, so that
+            // the two serialise in one lock order and never deadlock.
+            let state = try Self.integrationState(device.clientID, SharedSQL.lockIntegrationForKeyShare, in: session)
+            guard try Self.consume(challengeID, at: time, in: session) else { return .challengeUsed }
+            switch state {
+            case .active: break
+            case .suspended: return .integrationSuspended
+            case .revoked, .missing: return .integrationRevoked
+            }
+            guard try session.run(SharedSQL.insertDevice, device.storedValues) == 1 else {
+                guard let existing = try session.row(SharedSQL.deviceStatus, [.blob(device.keyID)]) else {
+                    throw .conflict("the key ID conflicted and then was not found")
+                }
+                var reader = SQLRowReader(existing)
+                return .keyExists(try reader.enumeration(DeviceStatus.self))
+            }
+            try session.run(SharedSQL.insertToken, firstToken.storedValues)
+            return .registered
+        }
+    }
+
+    package func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord? {
+        try perform(.read) { session throws(StorageError) in try session.record(DeviceRecord.self, SharedSQL.selectDevice, [.blob(keyID)]) }
+    }
+
+    package func advanceCounter(
+        keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
+        consumingChallenge challengeID: [UInt8], keepingLatest: Int?
+    ) throws(StorageError) -> CounterAdvance {
+        try perform(.transaction) { session throws(StorageError) -> CounterAdvance in
+            let state = try Self.integrationState(token.clientID, SharedSQL.lockIntegrationForKeyShare, in: session)
+            guard try Self.consume(challengeID, at: time, in: session) else { return .challengeUsed }
+            switch state {
+            case .active: break
+            case .suspended: return .integrationSuspended
+            case .revoked, .missing: return .integrationRevoked
+            }
+            guard let status = try session.row(SharedSQL.deviceStatus, [.blob(keyID)]), try status.text(0) == DeviceStatus.active.rawValue
+            else { return .deviceBlocked }
+            let advanced = try session.run(
+                SharedSQL.advanceCounter, [.integer(Int64(counter)), .integer(time), .blob(keyID), .integer(Int64(previous))])
+            guard advanced == 1 else { return .counterChanged }
+            try session.run(SharedSQL.insertToken, token.storedValues)
+            if let keepingLatest {
+                try session.run(SharedSQL.trimTokens, [.blob(keyID), .blob(token.tokenHash), .integer(Int64(keepingLatest))])
+            }
+            return .advanced
+        }
+    }
+
+    package func newKeyCount(clientID: String, since: Int64) throws(StorageError) -> Int {
+        try perform(.read) { session throws(StorageError) in try session.count(SharedSQL.newKeyCount, [.text(clientID), .integer(since)]) }
+    }
+
+    package func takeSharedToken(bucket: String, perSecond: Double, burst: Double, at now: Double) throws(StorageError) -> Int? {
+        // Not durable: a bucket forgotten in a power cut only forgives.
+        try perform(.transaction(durable: false)) { session throws(StorageError) -> Int? in
+            try session.run(SharedSQL.createBucket, [.text(bucket), .real(burst), .real(now)])
+            guard let row = try session.row(SharedSQL.lockBucket, [.text(bucket)]) else {
+                throw .statementFailed("the rate bucket was not found after it was created")
+            }
+            var state = TokenBucket(tokens: try row.double(0), updatedAt: try row.double(1))
+            let wait = state.take(perSecond: perSecond, burst: burst, now: now)
+            try session.run(SharedSQL.updateBucket, [.real(state.tokens), .real(state.updatedAt), .text(bucket)])
+            return wait
+        }
+    }
+
+    // MARK: TokenLookupStore
+
+    package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
+        try perform(.read) { session throws(StorageError) in
+            try session.record(TokenRecord.self, SharedSQL.selectActiveToken, [.blob(hash), .integer(time)])
+        }
+    }
+
+    package func revokeToken(hash: [UInt8], audit: AuditNote<Bool>?) throws(StorageError) -> Bool {
+        try perform(audit == nil ? .statement : .transaction) { session throws(StorageError) -> Bool in
+            let found = try session.run(SharedSQL.deleteToken, [.blob(hash)]) == 1
+            try Self.audit(audit, found, in: session)
+            return found
+        }
+    }
+
+    // MARK: Devices for administrators
+
+    package func blockDevice(keyID: [UInt8], at time: Int64, audit: AuditNote<Int>?) throws(StorageError) -> Int? {
+        try perform(.transaction) { session throws(StorageError) -> Int? in
+            guard try session.run(SharedSQL.blockDevice, [.integer(time), .blob(keyID)]) == 1 else { return nil }
+            let tokens = try session.run(SharedSQL.deleteTokensOfDevice, [.blob(keyID)])
+            try Self.audit(audit, tokens, in: session)
+            return tokens
+        }
+    }
+
+    package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {
+        try perform(.snapshot) { session throws(StorageError) -> [DeviceSummary] in
+            let devices = try session.records(DeviceRecord.self, SharedSQL.devicesOfIntegration, [.text(clientID)])
+            var byKey: [[UInt8]: Int] = [:]
+            for row in try session.rows(SharedSQL.liveTokensByDevice, [.text(clientID), .integer(time)]) {
+                byKey[try row.blob(0)] = Int(try row.int64(1))
+            }
+            return devices.map { DeviceSummary(device: $0, liveTokens: byKey[$0.keyID] ?? 0) }
+        }
+    }
+
+    package func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int {
+        try perform(.read) { session throws(StorageError) in try session.count(SharedSQL.liveTokenCount, [.blob(keyID), .integer(time)]) }
+    }
+}

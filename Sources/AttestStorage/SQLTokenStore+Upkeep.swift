@@ -1,0 +1,134 @@
+/// Receipts, the audit log and upkeep, written once for both dialects.
+extension SQLTokenStore {
+    // MARK: ReceiptStore and fraud keys
+
+    package func updateReceipt(keyID: [UInt8], receipt: [UInt8], state: ReceiptState) throws(StorageError) {
+        try perform(.statement) { session throws(StorageError) in
+            try session.run(UpkeepSQL.updateReceipt, [.blob(receipt)] + ReceiptState.storedValues(state) + [.blob(keyID)])
+        }
+    }
+
+    package func touchReceipt(keyID: [UInt8], at time: Int64) throws(StorageError) {
+        try perform(.statement) { session throws(StorageError) in try session.run(UpkeepSQL.touchReceipt, [.integer(time), .blob(keyID)]) }
+    }
+
+    package func setFraudKey(
+        clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64, audit: AuditNote<Void>?
+    ) throws(StorageError) -> Bool? {
+        try perform(.transaction) { session throws(StorageError) -> Bool? in
+            guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else { return nil }
+            try session.run(UpkeepSQL.upsertFraudKey, [.text(clientID), .text(keyID), .blob(sealedKey), .integer(time)])
+            try Self.audit(audit, (), in: session)
+            return true
+        }
+    }
+
+    package func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])? {
+        try perform(.read) { session throws(StorageError) -> (keyID: String, sealedKey: [UInt8])? in
+            guard let row = try session.row(UpkeepSQL.selectFraudKey, [.text(clientID)]) else { return nil }
+            return (keyID: try row.text(0), sealedKey: try row.blob(1))
+        }
+    }
+
+    package func receiptRefreshCandidates(dueBefore: Int64, limit: Int) throws(StorageError) -> [DeviceRecord] {
+        try perform(.read) { session throws(StorageError) in
+            try session.records(DeviceRecord.self, UpkeepSQL.receiptRefreshCandidates, [.integer(dueBefore), .integer(Int64(limit))])
+        }
+    }
+
+    // MARK: Audit log
+
+    package func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry] {
+        try perform(.read) { session throws(StorageError) in
+            try session.records(AuditEntry.self, SharedSQL.selectAudit, [.integer(since), .integer(Int64(limit))])
+        }
+    }
+
+    // MARK: StoreMaintenance
+
+    package func purgeExpired(at time: Int64) throws(StorageError) -> Int {
+        try perform(.transaction) { session throws(StorageError) -> Int in
+            let tokens = try session.run(UpkeepSQL.purgeTokens, [.integer(time)])
+            let challenges = try session.run(UpkeepSQL.purgeChallenges, [.integer(time)])
+            // A bucket untouched for a day is full again: forgetting it changes nothing.
+            try session.run(UpkeepSQL.purgeBuckets, [.real(Double(time) - 86_400)])
+            return tokens + challenges
+        }
+    }
+
+    package func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot {
+        try perform(.snapshot) { session throws(StorageError) -> StoreSnapshot in
+            StoreSnapshot(
+                integrations: try session.records(IntegrationRecord.self, SharedSQL.selectIntegrations, []),
+                devices: try session.records(DeviceRecord.self, UpkeepSQL.allDevices, []),
+                tokens: try session.records(TokenRecord.self, UpkeepSQL.liveTokens, [.integer(time)]),
+                auditEntries: try session.records(AuditEntry.self, UpkeepSQL.allAudit, []))
+        }
+    }
+
+    package func restore(_ snapshot: StoreSnapshot) throws(StorageError) {
+        try perform(.transaction) { session throws(StorageError) in
+            if session.dialect == .postgresql {
+                // Locks out a concurrent restore (and any writer of integrations) until this
+                // commits; SQLite's writer transaction holds its one write lock already.
+                try session.run(UpkeepSQL.lockIntegrationsTable, [])
+            }
+            let existing = try session.count(UpkeepSQL.countIntegrations, [])
+            guard existing == 0 else { throw .notEmpty("the target database holds \(existing) integrations already") }
+            for integration in snapshot.integrations { try Self.insert(integration, in: session) }
+            try Self.insertBatches(snapshot.devices, into: "devices", in: session)
+            try Self.insertBatches(snapshot.tokens, into: "tokens", in: session)
+            try Self.insertBatches(snapshot.auditEntries, into: "audit_log", in: session)
+        }
+    }
+
+    /// Rows per multi-row INSERT when restoring (17 columns x 500 stays under both SQLite's
+    /// 32,766 and PostgreSQL's 65,535 parameters).
+    private static var restoreBatch: Int { 500 }
+
+    /// Inserts `records` with one multi-row INSERT per batch.
+    private static func insertBatches<Record: StoredRecord>(
+        _ records: [Record], into table: String, in session: any SQLSession
+    ) throws(StorageError) {
+        var start = 0
+        while start < records.count {
+            let batch = records[start..<min(records.count, start + restoreBatch)]
+            let row = "(" + SQLText.placeholders(Record.columns.count) + ")"
+            let statement = SQLStatement(
+                "INSERT INTO \(table) (\(SQLText.list(Record.columns))) VALUES "
+                    + Array(repeating: row, count: batch.count).joined(separator: ", "))
+            try session.run(statement, batch.flatMap(\.storedValues))
+            start += batch.count
+        }
+    }
+}
+
+/// The statements of receipts and upkeep, written once.
+enum UpkeepSQL {
+    static let updateReceipt = SQLStatement(
+        "UPDATE devices SET receipt = ?, \(ReceiptState.columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE key_id = ?")
+    static let touchReceipt = SQLStatement("UPDATE devices SET receipt_refreshed_at = ? WHERE key_id = ?")
+    static let upsertFraudKey = SQLStatement(
+        """
+        INSERT INTO fraud_keys (client_id, key_id, sealed_key, created_at) VALUES (?, ?, ?, ?)
+        ON CONFLICT (client_id) DO UPDATE SET key_id = excluded.key_id, sealed_key = excluded.sealed_key, created_at = excluded.created_at
+        """)
+    static let selectFraudKey = SQLStatement("SELECT key_id, sealed_key FROM fraud_keys WHERE client_id = ?")
+    static let receiptRefreshCandidates = SQLStatement(
+        """
+        SELECT \(SQLText.list(DeviceRecord.columns, alias: "d"))
+        FROM devices d JOIN integrations i ON i.client_id = d.client_id JOIN fraud_keys f ON f.client_id = d.client_id
+        WHERE d.status = 'active' AND i.status = 'active' AND i.suspended_at IS NULL
+            AND coalesce(d.receipt_refreshed_at, d.created_at) <= ?
+        ORDER BY coalesce(d.receipt_refreshed_at, d.created_at) LIMIT ?
+        """)
+    static let purgeTokens = SQLStatement("DELETE FROM tokens WHERE expires_at <= ?")
+    static let purgeChallenges = SQLStatement("DELETE FROM challenges WHERE expires_at <= ?")
+    static let purgeBuckets = SQLStatement("DELETE FROM rate_buckets WHERE updated_at < ?")
+    static let allDevices = SQLStatement("SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices ORDER BY created_at, key_id")
+    static let liveTokens = SQLStatement(
+        "SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE expires_at > ? ORDER BY issued_at, token_hash")
+    static let allAudit = SQLStatement("SELECT \(SQLText.list(AuditEntry.columns)) FROM audit_log ORDER BY id")
+    static let lockIntegrationsTable = SQLStatement(sqlite: "SELECT 1", postgresql: "LOCK TABLE integrations IN EXCLUSIVE MODE")
+    static let countIntegrations = SQLStatement("SELECT count(*) FROM integrations")
+}

@@ -1,0 +1,236 @@
+import AttestClient
+import AttestClientSimulator
+import AttestObservability
+import AttestServer
+import AttestService
+import AttestStorage
+import AttestTesting
+import Foundation
+import Synchronization
+import Testing
+
+/// The app's clock, moved by hand.
+final class TestClock: Sendable {
+    private let current = Mutex(Date())
+
+    var now: Date { current.withLock { $0 } }
+
+    /// Moves the clock on by `seconds`.
+    func advance(_ seconds: TimeInterval) { current.withLock { $0 += seconds } }
+
+    /// The clock as `AttestClient.Configuration` takes it.
+    var function: @Sendable () -> Date { { self.now } }
+}
+
+/// A real attestd on 127.0.0.1 (port 0 at first, the same port after a restart) with a fresh
+/// database, trusting the root of a simulator state directory, and an integration for the
+/// simulated app. It counts the requests it served by route and status (from `/metrics`, added
+/// up over restarts), so tests can say how many attestations and refreshes a client made.
+final class ClientWorld: Sendable {
+    static let teamID = "ABCDE12345"
+    static let bundleID = "com.example.messages"
+
+    let directory: URL
+    /// The simulator's state directory: its PKI (whose root attestd trusts) and device keys.
+    let stateDirectory: URL
+    let location: TestStoreLocation
+    let admin: IntegrationAdmin
+    let integration: IntegrationRecord
+    let clock = TestClock()
+    let port: UInt16
+    private let configuration: ServerConfiguration
+    private let server: Mutex<Server?>
+    /// Requests counted by servers since stopped, by `route="..",status=".."`.
+    private let earlierCounts = Mutex<[String: Int]>([:])
+    private let logs = LogLines()
+
+    init(_ backend: StoreBackend = .sqlite, stateDirectory given: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in })
+        throws
+    {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-client-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        stateDirectory = given ?? directory.appendingPathComponent("simulator")
+        // The simulator makes its PKI on first use, as `attestctl simulate --state DIR` does.
+        _ = try SimulatedAppAttestDevice(stateDirectory: stateDirectory, teamID: Self.teamID, bundleID: Self.bundleID)
+        let anchor = directory.appendingPathComponent("root.pem")
+        try SimulatorState(directory: stateDirectory.path).read().root.pem.write(to: anchor, atomically: true, encoding: .utf8)
+        location = try TestStoreLocation(backend)
+        var configuration = ServerConfiguration()
+        configuration.port = 0
+        configuration.threads = 2
+        configuration.database = location.location
+        configuration.trustAnchorFile = anchor.path
+        configuration.perAddress = .unlimited
+        configuration.connectionsPerAddress = 0
+        configuration.challengePerIntegration = .unlimited
+        configure(&configuration)
+        let first = try Self.start(configuration, logs)
+        port = first.http.port
+        configuration.port = port
+        self.configuration = configuration
+        server = Mutex(first)
+        admin = IntegrationAdmin(store: try location.open(at: 0, connections: 1))
+        integration = try admin.create(
+            workspaceID: "ws_client", name: "Client tests", teamID: Self.teamID, bundleIDs: [Self.bundleID],
+            environments: [.production, .development])
+    }
+
+    deinit {
+        server.withLock { $0?.stop() }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private static func start(_ configuration: ServerConfiguration, _ logs: LogLines) throws -> Server {
+        try Server(configuration: configuration, version: "test", logger: Logger(sink: ClosureSink { line in logs.append(line) }))
+    }
+
+    var baseURL: URL { URL(string: "http://127.0.0.1:\(port)") ?? URL(fileURLWithPath: "/") }
+
+    /// attestd's log so far.
+    var log: String { logs.text }
+
+    /// The SQLite file of a SQLite world.
+    var sqliteFile: URL {
+        guard case .sqlite(let path) = location.location else { return directory.appendingPathComponent("not-sqlite") }
+        return URL(fileURLWithPath: path)
+    }
+
+    /// Freezes attestd's clock at `date`, or returns it to the system clock (nil); test mode only.
+    func setServerClock(_ date: Date?) throws {
+        let now = date.map { String(Int64($0.timeIntervalSince1970)) } ?? "0"
+        let response = try RawHTTPClient(port: port).postJSON("/test/clock", #"{"now": "\#(now)"}"#)
+        guard response.status == 200 else { throw TestFailure(description: "POST /test/clock: \(response.status)") }
+    }
+
+    /// Stops attestd (connections are refused until `start`), keeping its counts.
+    func stop() throws {
+        let counts = try currentCounts()
+        earlierCounts.withLock { earlier in earlier.merge(counts, uniquingKeysWith: +) }
+        server.withLock { server in
+            server?.stop()
+            server = nil
+        }
+    }
+
+    /// Starts attestd again on the same port and database.
+    func start() throws {
+        let started = try Self.start(configuration, logs)
+        server.withLock { $0 = started }
+    }
+
+    /// Requests served on `route` (the metrics' route label: challenge, attest, token, ...),
+    /// with `status` or with any status.
+    func requests(_ route: String, status: Int? = nil) throws -> Int {
+        let counts = try currentCounts().merging(earlierCounts.withLock { $0 }, uniquingKeysWith: +)
+        return counts.filter { key, _ in
+            key.hasPrefix("route=\"\(route)\",") && (status.map { key.hasSuffix(",status=\"\($0)\"") } ?? true)
+        }.values.reduce(0, +)
+    }
+
+    /// Requests served on every route but /metrics itself.
+    func allRequests() throws -> Int {
+        let counts = try currentCounts().merging(earlierCounts.withLock { $0 }, uniquingKeysWith: +)
+        return counts.filter { !$0.key.hasPrefix("route=\"metrics\"") }.values.reduce(0, +)
+    }
+
+    private func currentCounts() throws -> [String: Int] {
+        guard server.withLock({ $0 != nil }) else { return [:] }
+        let text = try RawHTTPClient(port: port).request("GET", "/metrics").text
+        var counts: [String: Int] = [:]
+        let prefix = "attestd_http_requests_total{"
+        for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
+            guard let close = line.lastIndex(of: "}"),
+                let value = Double(line[line.index(after: close)...].trimmingCharacters(in: .whitespaces))
+            else { continue }
+            counts[String(line[line.index(line.startIndex, offsetBy: prefix.count)..<close]), default: 0] += Int(value)
+        }
+        return counts
+    }
+
+    /// The simulated device of the app, on this world's state directory.
+    func device(reattestation: SimulatedAppAttestDevice.Reattestation = .refused) throws -> SimulatedAppAttestDevice {
+        try SimulatedAppAttestDevice(
+            stateDirectory: stateDirectory, teamID: Self.teamID, bundleID: Self.bundleID, reattestation: reattestation)
+    }
+
+    /// A key ID file in this world's directory.
+    func keyStore(_ name: String = "key-id") -> FileKeyIDStore {
+        FileKeyIDStore(url: directory.appendingPathComponent("app/\(name)"))
+    }
+
+    /// A client of this attestd with the world's clock.
+    func client(
+        device: any AppAttestDevice, keyStore: any KeyIDStore, clientID: String? = nil, retryBudget: TimeInterval = 30,
+        baseURL: URL? = nil
+    ) -> AttestClient {
+        AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: baseURL ?? self.baseURL, clientID: clientID ?? integration.clientID, clock: clock.function,
+                retryBudget: retryBudget
+            ),
+            device: device, keyStore: keyStore)
+    }
+
+    /// The number of keys the simulated app holds in the state directory.
+    func deviceKeys() throws -> Int {
+        let keys = stateDirectory.appendingPathComponent("devices/\(Self.teamID).\(Self.bundleID)")
+        guard FileManager.default.fileExists(atPath: keys.path) else { return 0 }
+        return try FileManager.default.contentsOfDirectory(atPath: keys.path).filter { $0.hasSuffix(".pem") }.count
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// attestd's log lines, kept in memory.
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var text: String { lines.withLock { $0.joined(separator: "\n") } }
+}
+
+/// A device that runs `hook` (with the call's name and number, from 1) before each call of
+/// `inner`, for tests that act between the client's steps.
+struct HookedDevice: AppAttestDevice {
+    let inner: any AppAttestDevice
+    let hook: @Sendable (String, Int) async throws -> Void
+    /// How many times each call was made.
+    let calls = Counter()
+
+    init(_ inner: any AppAttestDevice, hook: @escaping @Sendable (String, Int) async throws -> Void) {
+        self.inner = inner
+        self.hook = hook
+    }
+
+    var isSupported: Bool { inner.isSupported }
+
+    func generateKey() async throws -> String {
+        try await hook("generateKey", calls.next("generateKey"))
+        return try await inner.generateKey()
+    }
+
+    func attestKey(_ keyID: String, clientDataHash: Data) async throws -> Data {
+        try await hook("attestKey", calls.next("attestKey"))
+        return try await inner.attestKey(keyID, clientDataHash: clientDataHash)
+    }
+
+    func generateAssertion(_ keyID: String, clientDataHash: Data) async throws -> Data {
+        try await hook("generateAssertion", calls.next("generateAssertion"))
+        return try await inner.generateAssertion(keyID, clientDataHash: clientDataHash)
+    }
+}
+
+/// Counts by name.
+final class Counter: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    func next(_ name: String) -> Int {
+        counts.withLock { counts in
+            counts[name, default: 0] += 1
+            return counts[name, default: 0]
+        }
+    }
+
+    func count(_ name: String) -> Int { counts.withLock { $0[name, default: 0] } }
+}
