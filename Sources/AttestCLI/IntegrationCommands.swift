@@ -119,12 +119,10 @@ enum IntegrationCommands {
         let environments: Set<AppAttestEnvironment>
         // Why production by default: development keys come from any developer-signed build, which
         // is not the app the integration's customer ships; accepting them is an explicit, logged choice.
-        switch options.value(environment) ?? "production" {
-        case "both": environments = [.production, .development]
-        case "production": environments = [.production]
-        case "development": environments = [.development]
-        case let other: throw UsageError(message: "--environment takes production, development or both, not '\(other)'")
-        }
+        environments =
+            try options.choice(
+                environment, among: ["production": [.production], "development": [.development], "both": [.production, .development]])
+            ?? [.production]
         let limit = try options.integer(maxLiveTokens, in: 1...1000)
         let policy = IntegrationPolicy(
             requireValidReceipt: options.flag(requireValidReceipt),

@@ -42,13 +42,7 @@ enum PolicyCommands {
 
     static func runUpdate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let client = options.positionals[0]
-        let require: Bool?
-        switch options.value(requireValidReceipt) {
-        case nil: require = nil
-        case "yes": require = true
-        case "no": require = false
-        case let other?: throw UsageError(message: "--require-valid-receipt takes yes or no, not '\(other)'")
-        }
+        let require = try options.choice(requireValidReceipt, among: ["yes": true, "no": false])
         let risk = try limit(options, maxRiskMetric, in: 0...1_000_000)
         let keys = try limit(options, maxNewKeys, in: 1...1_000_000)
         let tokens = try limit(options, maxLiveTokens, in: 1...1000)

@@ -106,12 +106,9 @@ enum SimulateCommand {
         } catch {
             throw UsageError(message: "--team-id/--bundle-id: \(error.reason)")
         }
-        let environment: AppAttestEnvironment
-        switch options.value(Self.environment) ?? "production" {
-        case "production": environment = .production
-        case "development": environment = .development
-        case let other: throw UsageError(message: "--environment takes production or development, not '\(other)'")
-        }
+        let environment =
+            try options.choice(Self.environment, among: ["production": AppAttestEnvironment.production, "development": .development])
+            ?? .production
         let devices = try Self.devices.integer(given(Self.devices), in: 1...1_000_000)
         let refreshes = try options.integer(Self.refreshes, in: 0...10_000) ?? 1
         let concurrency = try options.integer(Self.concurrency, in: 1...maximumConcurrency) ?? maximumConcurrency

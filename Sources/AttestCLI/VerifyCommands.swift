@@ -92,13 +92,11 @@ enum VerifyCommands {
         let clientDataHash = try base64Argument(options, Attestation.clientDataHash)
         let appID = try appIDArgument(options.required(Attestation.appID))
         let time = try timeArgument(options, Attestation.at, io: io)
-        let environments: Set<AppAttestEnvironment>
-        switch options.value(Attestation.environment) ?? "any" {
-        case "any": environments = Set(AppAttestEnvironment.allCases)
-        case "production": environments = [.production]
-        case "development": environments = [.development]
-        case let other: throw UsageError(message: "--environment takes production, development or any, not '\(other)'")
-        }
+        let environments =
+            try options.choice(
+                Attestation.environment,
+                among: ["production": [.production], "development": [.development], "any": Set(AppAttestEnvironment.allCases)])
+            ?? Set(AppAttestEnvironment.allCases)
         let report: Report
         do {
             let object = try objectArgument(options.required(Attestation.object), io: io)

@@ -15,10 +15,7 @@ package struct AttestationObject: Sendable {
     /// The top level must hold exactly those three keys; `attStmt` may carry further keys (ignored),
     /// since Apple may extend it and nothing there is trusted without the checks that follow.
     package init(cbor bytes: [UInt8]) throws(AttestError) {
-        guard bytes.count <= AttestationObject.maximumSize else {
-            throw AttestError(.cborTooLarge, "attestation object is \(bytes.count) bytes; the limit is \(AttestationObject.maximumSize)")
-        }
-        let root = try CBORDecoder.decode(bytes[...], limits: .appAttest)
+        let root = try CBORDecoder.object(bytes, named: "attestation object", maximumSize: AttestationObject.maximumSize)
         guard let entries = root.mapEntries else {
             throw AttestError(.attestationStructure, "attestation object is not a CBOR map")
         }
@@ -66,10 +63,7 @@ package struct AssertionObject: Sendable {
 
     /// Decodes `{"signature": bytes, "authenticatorData": bytes}`, exactly those two keys.
     package init(cbor bytes: [UInt8]) throws(AttestError) {
-        guard bytes.count <= AssertionObject.maximumSize else {
-            throw AttestError(.cborTooLarge, "assertion object is \(bytes.count) bytes; the limit is \(AssertionObject.maximumSize)")
-        }
-        let root = try CBORDecoder.decode(bytes[...], limits: .appAttest)
+        let root = try CBORDecoder.object(bytes, named: "assertion object", maximumSize: AssertionObject.maximumSize)
         guard let entries = root.mapEntries, entries.count == 2 else {
             throw AttestError(.assertionStructure, "assertion must be a map of signature and authenticatorData")
         }
@@ -81,5 +75,16 @@ package struct AssertionObject: Sendable {
         }
         self.signature = signature
         authenticatorData = try AuthenticatorData.parseAssertion(authData)
+    }
+}
+
+extension CBORDecoder {
+    /// An App Attest object's CBOR: refused by size before a byte is decoded, then decoded with
+    /// the App Attest limits.
+    static func object(_ bytes: [UInt8], named name: String, maximumSize: Int) throws(AttestError) -> CBORValue {
+        guard bytes.count <= maximumSize else {
+            throw AttestError(.cborTooLarge, "\(name) is \(bytes.count) bytes; the limit is \(maximumSize)")
+        }
+        return try CBORDecoder.decode(bytes[...], limits: .appAttest)
     }
 }

@@ -15,6 +15,15 @@ extension OptionSpec {
         return value
     }
 
+    /// The value of the choice `text` names, among `choices` (spelling and value, in the order the
+    /// refusal lists them: "--NAME takes a, b or c, not 'x'").
+    package func choice<T>(_ text: String, among choices: KeyValuePairs<String, T>) throws(UsageError) -> T {
+        if let found = choices.first(where: { $0.key == text }) { return found.value }
+        let names = choices.map(\.key)
+        let listed = names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " or " + (names.last ?? "")
+        throw UsageError(message: "--\(name) takes \(listed), not '\(text)'")
+    }
+
     /// `text` as a finite decimal number of at least `minimum` (`5`, `0.5`, `1e3`).
     package func decimal(_ text: String, atLeast minimum: Double) throws(UsageError) -> Double {
         guard let value = Double(text), value.isFinite, value >= minimum, !text.contains(where: \.isWhitespace) else {
@@ -33,6 +42,12 @@ extension ParsedOptions {
     package func integer<T: FixedWidthInteger>(_ spec: OptionSpec, in range: ClosedRange<T>, unit: String = "") throws(UsageError) -> T? {
         guard let text = value(spec) else { return nil }
         return try spec.integer(text, in: range, unit: unit)
+    }
+
+    /// The option's choice among `choices`; nil when it was not given.
+    package func choice<T>(_ spec: OptionSpec, among choices: KeyValuePairs<String, T>) throws(UsageError) -> T? {
+        guard let text = value(spec) else { return nil }
+        return try spec.choice(text, among: choices)
     }
 
     /// The option's decimal number of at least `minimum`; nil when it was not given.

@@ -168,11 +168,8 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "log-level", environment: "ATTESTD_LOG_LEVEL", value: "debug|info|warning|error",
             help: "the least severe log lines written (default info)"
-        ) { configuration, text, _ throws(UsageError) in
-            guard let level = LogLevel(rawValue: text) else {
-                throw UsageError(message: "--log-level takes debug, info, warning or error, not '\(text)'")
-            }
-            configuration.logLevel = level
+        ) { configuration, text, spec throws(UsageError) in
+            configuration.logLevel = try spec.choice(text, among: ["debug": .debug, "info": .info, "warning": .warning, "error": .error])
         },
         whole(
             "log-success-every", environment: "ATTESTD_LOG_SUCCESS_EVERY", value: "N",

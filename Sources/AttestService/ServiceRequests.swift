@@ -77,47 +77,41 @@ package struct Presented<Request: Sendable>: Sendable {
     }
 }
 
-extension Presented where Request == AttestRequest {
-    /// An attest request already decoded.
-    package init(_ request: AttestRequest) {
+/// A decoded device request, which carries its challenge.
+package protocol ChallengedRequest: Sendable {
+    var challenge: Challenge { get }
+}
+
+extension Presented where Request: ChallengedRequest {
+    /// A request already decoded.
+    package init(_ request: Request) {
         self.init(challenge: request.challenge) { request }
     }
 }
 
-extension Presented where Request == RefreshRequest {
-    /// A refresh request already decoded.
-    package init(_ request: RefreshRequest) {
-        self.init(challenge: request.challenge) { request }
+/// What a device request proves: an attestation (`/v1/attest`) or an assertion (`/v1/token`).
+/// A phantom type, so that the one request type cannot carry one where the other is expected.
+package enum AttestationProof {}
+package enum AssertionProof {}
+
+/// A decoded device request: the integration, the key, the CBOR object and the challenge.
+package struct DeviceRequest<Proof>: ChallengedRequest {
+    package var clientID: ClientID
+    package var keyID: KeyID
+    /// The CBOR attestation object (`AttestRequest`) or assertion (`RefreshRequest`).
+    package var object: [UInt8]
+    package var challenge: Challenge
+
+    /// A decoded request.
+    package init(clientID: ClientID, keyID: KeyID, object: [UInt8], challenge: Challenge) {
+        (self.clientID, self.keyID, self.object, self.challenge) = (clientID, keyID, object, challenge)
     }
 }
 
 /// `POST /v1/attest`, decoded.
-package struct AttestRequest: Sendable {
-    package var clientID: ClientID
-    package var keyID: KeyID
-    /// The CBOR attestation object.
-    package var attestation: [UInt8]
-    package var challenge: Challenge
-
-    /// A decoded attest request.
-    package init(clientID: ClientID, keyID: KeyID, attestation: [UInt8], challenge: Challenge) {
-        (self.clientID, self.keyID, self.attestation, self.challenge) = (clientID, keyID, attestation, challenge)
-    }
-}
-
+package typealias AttestRequest = DeviceRequest<AttestationProof>
 /// `POST /v1/token`, decoded.
-package struct RefreshRequest: Sendable {
-    package var clientID: ClientID
-    package var keyID: KeyID
-    /// The CBOR assertion object.
-    package var assertion: [UInt8]
-    package var challenge: Challenge
-
-    /// A decoded refresh request.
-    package init(clientID: ClientID, keyID: KeyID, assertion: [UInt8], challenge: Challenge) {
-        (self.clientID, self.keyID, self.assertion, self.challenge) = (clientID, keyID, assertion, challenge)
-    }
-}
+package typealias RefreshRequest = DeviceRequest<AssertionProof>
 
 /// A challenge as handed to a device.
 package struct IssuedChallenge: Sendable, Equatable {

@@ -141,13 +141,10 @@ package final class TokenService: Sendable {
     /// one spends the challenge by the ledger's rule.
     package func attest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try observed(.attestation) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-                let request = try presented.fields()
-                let integration = try activeIntegration(request.clientID)
-                found = integration.clientID
-                return try attest(request, integration: integration, from: address, now: now)
-            }
+        return try presenting(presented, .attestation, now: now) { request, found throws(ServiceError) -> IssuedToken in
+            let integration = try activeIntegration(request.clientID)
+            found = integration.clientID
+            return try attest(request, integration: integration, from: address, now: now)
         }
     }
 
@@ -171,7 +168,7 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             verified = try verifier.verify(
                 AttestationInput(
-                    object: request.attestation, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
+                    object: request.object, keyID: request.keyID.bytes, clientDataHash: Digest.sha256(request.challenge.bytes),
                     appIDs: appIDs,
                     allowedEnvironments: Set(integration.environments), time: now))
         } catch {
@@ -183,6 +180,19 @@ package final class TokenService: Sendable {
         try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
         return try register(
             verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+    }
+
+    /// Runs a device request's use case on its fields, decoded inside the challenge ledger's
+    /// `spendingOnFailure` (so a malformed field spends the challenge), its outcome reported.
+    private func presenting<Request>(
+        _ presented: Presented<Request>, _ kind: VerificationKind, now: Int64,
+        _ body: (Request, inout String?) throws(ServiceError) -> IssuedToken
+    ) throws(ServiceError) -> IssuedToken {
+        try observed(kind) { (found: inout String?) throws(ServiceError) -> IssuedToken in
+            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
+                try body(try presented.fields(), &found)
+            }
+        }
     }
 
     /// Runs a verification, reporting its outcome to the observer: overall, and per integration
@@ -270,19 +280,16 @@ package final class TokenService: Sendable {
     /// malformed one spends the challenge by the ledger's rule.
     package func refresh(_ presented: Presented<RefreshRequest>, from address: String) throws(ServiceError) -> IssuedToken {
         let now = clock.now()
-        return try observed(.assertion) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
-                let request = try presented.fields()
-                // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
-                let inputs = try stored { () throws(StorageError) in
-                    try store.refreshInputs(
-                        clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
-                }
-                let integration = try Self.active(inputs.integration)
-                found = integration.clientID
-                let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
-                return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
+        return try presenting(presented, .assertion, now: now) { request, found throws(ServiceError) -> IssuedToken in
+            // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
+            let inputs = try stored { () throws(StorageError) in
+                try store.refreshInputs(
+                    clientID: request.clientID.text, challengeID: request.challenge.storedID, keyID: request.keyID.bytes)
             }
+            let integration = try Self.active(inputs.integration)
+            found = integration.clientID
+            let challengeID = try challenges.usable(request.challenge, stored: inputs.challenge, for: integration, now: now)
+            return try refresh(request, device: inputs.device, challengeID: challengeID, integration: integration, now: now)
         }
     }
 
@@ -292,7 +299,7 @@ package final class TokenService: Sendable {
         // Why parse before the device is looked at: a malformed assertion gets the same answer
         // whether or not its key is registered, so the answer is no oracle for registered keys.
         do throws(AttestError) {
-            _ = try AssertionVerifier.parse(request.assertion)
+            _ = try AssertionVerifier.parse(request.object)
         } catch {
             throw ServiceError.rejected(error, attestation: false)
         }
@@ -317,7 +324,7 @@ package final class TokenService: Sendable {
         do throws(AttestError) {
             verified = try AssertionVerifier.verify(
                 AssertionInput(
-                    object: request.assertion, clientDataHash: Digest.sha256(request.challenge.bytes), publicKey: key,
+                    object: request.object, clientDataHash: Digest.sha256(request.challenge.bytes), publicKey: key,
                     appIDs: appIDs, previousCounter: device.counter))
         } catch  where error.code == .signature {
             throw unknownKey  // byte-identical to the unknown-key answer: no oracle for registered keys

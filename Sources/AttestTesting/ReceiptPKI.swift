@@ -13,40 +13,41 @@ package struct ReceiptPKI {
     package let signer: Certificate
 
     package init(time: Int64, marker: Bool = true) throws {
-        rootKey = try PrivateKey.generate(.p384)
-        root = try CertificateBuilder.issue(
+        (rootKey, intermediateKey, signerKey) = (
+            try PrivateKey.generate(.p384), try PrivateKey.generate(.p256), try PrivateKey.generate(.p256)
+        )
+        root = try Self.issue(
+            "Apple Root CA - G3", serial: 1, from: time - 86_400 * 365, to: time + 86_400 * 365, ca: "critical,CA:TRUE",
+            usage: "critical,keyCertSign,cRLSign", key: rootKey, issuer: nil, issuerKey: rootKey)
+        intermediate = try Self.issue(
+            "Apple Application Integration CA 5 - G1", serial: 2, from: time - 86_400 * 30, to: time + 86_400 * 300,
+            ca: "critical,CA:TRUE,pathlen:0", usage: "critical,keyCertSign,cRLSign", key: intermediateKey, issuer: root, issuerKey: rootKey)
+        signer = try Self.issue(
+            "Application Attestation Fraud Receipt Signing", serial: 3, from: time - 86_400 * 10, to: time + 86_400 * 200,
+            ca: "critical,CA:FALSE", usage: "critical,digitalSignature", marker: marker, key: signerKey, issuer: intermediate,
+            issuerKey: intermediateKey)
+    }
+
+    /// One certificate of the PKI: Apple's organisation, P-384 signatures, the marker extension when asked.
+    private static func issue(
+        _ commonName: String, serial: UInt64, from notBefore: Int64, to notAfter: Int64, ca: String, usage: String, marker: Bool = false,
+        key: PrivateKey, issuer: Certificate?, issuerKey: PrivateKey
+    ) throws -> Certificate {
+        try CertificateBuilder.issue(
             CertificateTemplate(
-                commonName: "Apple Root CA - G3", organization: "Apple Inc.", notBefore: time - 86_400 * 365,
-                notAfter: time + 86_400 * 365, basicConstraints: "critical,CA:TRUE", keyUsage: "critical,keyCertSign,cRLSign",
-                digest: .sha384),
-            subjectKey: try rootKey.publicKey, issuer: nil, issuerKey: rootKey)
-        intermediateKey = try PrivateKey.generate(.p256)
-        intermediate = try CertificateBuilder.issue(
-            CertificateTemplate(
-                commonName: "Apple Application Integration CA 5 - G1", organization: "Apple Inc.", serial: 2,
-                notBefore: time - 86_400 * 30, notAfter: time + 86_400 * 300, basicConstraints: "critical,CA:TRUE,pathlen:0",
-                keyUsage: "critical,keyCertSign,cRLSign", digest: .sha384),
-            subjectKey: try intermediateKey.publicKey, issuer: root, issuerKey: rootKey)
-        signerKey = try PrivateKey.generate(.p256)
-        signer = try CertificateBuilder.issue(
-            CertificateTemplate(
-                commonName: "Application Attestation Fraud Receipt Signing", organization: "Apple Inc.", serial: 3,
-                notBefore: time - 86_400 * 10, notAfter: time + 86_400 * 200, basicConstraints: "critical,CA:FALSE",
-                keyUsage: "critical,digitalSignature",
-                extraExtensions: marker ? [.init(oid: Self.markerOID, isCritical: false, value: [0x05, 0x00])] : []),
-            subjectKey: try signerKey.publicKey, issuer: intermediate, issuerKey: intermediateKey)
+                commonName: commonName, organization: "Apple Inc.", serial: serial, notBefore: notBefore, notAfter: notAfter,
+                basicConstraints: ca, keyUsage: usage,
+                extraExtensions: marker ? [.init(oid: markerOID, isCritical: false, value: [0x05, 0x00])] : [], digest: .sha384),
+            subjectKey: try key.publicKey, issuer: issuer, issuerKey: issuerKey)
     }
 
     /// Another receipt signer under the same intermediate.
     package func anotherSigner() throws -> (Certificate, PrivateKey) {
         let key = try PrivateKey.generate(.p256)
-        let certificate = try CertificateBuilder.issue(
-            CertificateTemplate(
-                commonName: "Application Attestation Fraud Receipt Signing", organization: "Apple Inc.", serial: 4,
-                notBefore: signer.notBefore ?? 0, notAfter: signer.notAfter ?? 0, basicConstraints: "critical,CA:FALSE",
-                keyUsage: "critical,digitalSignature",
-                extraExtensions: [.init(oid: Self.markerOID, isCritical: false, value: [0x05, 0x00])]),
-            subjectKey: try key.publicKey, issuer: intermediate, issuerKey: intermediateKey)
+        let certificate = try Self.issue(
+            "Application Attestation Fraud Receipt Signing", serial: 4, from: signer.notBefore ?? 0, to: signer.notAfter ?? 0,
+            ca: "critical,CA:FALSE", usage: "critical,digitalSignature", marker: true, key: key, issuer: intermediate,
+            issuerKey: intermediateKey)
         return (certificate, key)
     }
 

@@ -97,7 +97,7 @@ if plan.service {
         guard let keyID = KeyID(device.keyID), let firstChallenge = Challenge(firstBytes) else { fail("bad synthetic device") }
         _ = try service.attest(
             AttestRequest(
-                clientID: clientID, keyID: keyID, attestation: try device.attestationObject(parts, pki: pki),
+                clientID: clientID, keyID: keyID, object: try device.attestationObject(parts, pki: pki),
                 challenge: firstChallenge),
             from: "bench")
         let refreshes = try rate(seconds: seconds) {
@@ -106,7 +106,7 @@ if plan.service {
             let assertion = try device.assertion(clientData: bytes, appID: appID)
             guard let presented = Challenge(bytes) else { fail("bad challenge") }
             _ = try service.refresh(
-                RefreshRequest(clientID: clientID, keyID: keyID, assertion: assertion, challenge: presented), from: "bench")
+                RefreshRequest(clientID: clientID, keyID: keyID, object: assertion, challenge: presented), from: "bench")
         }
         print("service_refreshes_per_second \(String(format: "%.1f", refreshes))  (includes signing the assertion)")
         exit(0)

@@ -40,3 +40,19 @@ struct OptionValuesTests {
         }
     }
 }
+
+@Suite("Option choices")
+struct OptionChoiceTests {
+    static let mode = OptionSpec("mode", value: "a|b|c", help: "a mode")
+
+    @Test("a choice is named by its spelling; anything else is refused listing every spelling")
+    func choices() throws {
+        #expect(try Self.mode.choice("b", among: ["a": 1, "b": 2, "c": 3]) == 2)
+        #expect(throws: UsageError(message: "--mode takes a, b or c, not 'B'")) {
+            try Self.mode.choice("B", among: ["a": 1, "b": 2, "c": 3])
+        }
+        #expect(throws: UsageError(message: "--mode takes yes or no, not ''")) {
+            try Self.mode.choice("", among: ["yes": true, "no": false])
+        }
+    }
+}

@@ -55,7 +55,7 @@ struct ServiceWorld {
             appID: appID, environment: environment, clientDataHash: Digest.sha256(challenge.bytes), time: clock.now())
         return AttestRequest(
             clientID: clientID, keyID: try #require(KeyID(device.keyID)),
-            attestation: try device.attestationObject(parts, pki: pki),
+            object: try device.attestationObject(parts, pki: pki),
             challenge: challenge)
     }
 
@@ -64,7 +64,7 @@ struct ServiceWorld {
         let challenge = try challenge()
         return RefreshRequest(
             clientID: clientID, keyID: try #require(KeyID(device.keyID)),
-            assertion: try device.assertion(clientData: challenge.bytes, appID: appID, counter: counter), challenge: challenge)
+            object: try device.assertion(clientData: challenge.bytes, appID: appID, counter: counter), challenge: challenge)
     }
 }
 

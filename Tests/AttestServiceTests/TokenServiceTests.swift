@@ -73,7 +73,7 @@ struct TokenServiceTests {
         _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
         var valid = try world.refreshRequest(&device)
         var broken = valid
-        broken.assertion = try world.refreshRequest(&device, counter: 0).assertion  // counter 0: refused
+        broken.object = try world.refreshRequest(&device, counter: 0).object  // counter 0: refused
         #expect(serviceError { try world.service.refresh(broken, from: "127.0.0.1") }?.code == .assertionRejected)
         valid.challenge = broken.challenge
         #expect(
@@ -124,7 +124,7 @@ struct TokenServiceTests {
         parts.rpIDHash = try AppID(teamID: "ABCDE12345", bundleID: "com.example.other").rpIDHash
         let request = AttestRequest(
             clientID: world.clientID, keyID: try #require(KeyID(device.keyID)),
-            attestation: try device.attestationObject(parts, pki: world.pki), challenge: challenge)
+            object: try device.attestationObject(parts, pki: world.pki), challenge: challenge)
         #expect(
             serviceError { try world.service.attest(request, from: "127.0.0.1") }
                 == ServiceError(.attestationRejected, .check(.rpIDMismatch), ""))
@@ -163,7 +163,7 @@ struct TokenServiceTests {
         var stranger = try SyntheticDevice()
         let unknown = serviceError { try world.service.refresh(try world.refreshRequest(&stranger), from: "127.0.0.1") }
         var forged = try world.refreshRequest(&registered)
-        forged.assertion = try world.refreshRequest(&stranger).assertion
+        forged.object = try world.refreshRequest(&stranger).object
         let badSignature = serviceError { try world.service.refresh(forged, from: "127.0.0.1") }
         #expect(unknown != nil)
         #expect(unknown == badSignature)
@@ -223,7 +223,7 @@ struct TokenServiceTests {
             requests.append(
                 AttestRequest(
                     clientID: world.clientID, keyID: try #require(KeyID(device.keyID)),
-                    attestation: try device.attestationObject(parts, pki: world.pki), challenge: challenge))
+                    object: try device.attestationObject(parts, pki: world.pki), challenge: challenge))
         }
         let service = world.service
         let successes = await withTaskGroup(of: Bool.self) { group in
@@ -389,7 +389,7 @@ struct TokenServiceTests {
         let other = try AppID(teamID: "ABCDE12345", bundleID: "com.example.other")
         let request = RefreshRequest(
             clientID: world.clientID, keyID: try #require(KeyID(device.keyID)),
-            assertion: try device.assertion(clientData: challenge.bytes, appID: other), challenge: challenge)
+            object: try device.assertion(clientData: challenge.bytes, appID: other), challenge: challenge)
         #expect(
             serviceError { try world.service.refresh(request, from: "127.0.0.1") }
                 == ServiceError(.assertionRejected, .check(.rpIDMismatch), ""))
@@ -421,14 +421,14 @@ struct TokenServiceTests {
             appID: world.appID, environment: .production, clientDataHash: Digest.sha256(first.bytes), time: world.clock.now())
         request = AttestRequest(
             clientID: try #require(limited.issuedClientID), keyID: request.keyID,
-            attestation: try device.attestationObject(parts, pki: world.pki),
+            object: try device.attestationObject(parts, pki: world.pki),
             challenge: first)
         var tokens = [try world.service.attest(request, from: "127.0.0.1").accessToken]
         for _ in 0..<3 {
             let challenge = try rebind(first)
             let refresh = RefreshRequest(
                 clientID: try #require(limited.issuedClientID), keyID: request.keyID,
-                assertion: try device.assertion(clientData: challenge.bytes, appID: world.appID),
+                object: try device.assertion(clientData: challenge.bytes, appID: world.appID),
                 challenge: challenge)
             world.clock.advance(1)
             tokens.append(try world.service.refresh(refresh, from: "127.0.0.1").accessToken)

@@ -25,29 +25,28 @@ struct DeviceRoutes: Sendable {
     }
 
     private func attest(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
-        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .keyID, .attestation, .challenge])
-        context.log.clientID = fields[.clientID]
-        let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
-            AttestRequest(
-                clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
-                attestation: try RequestDecoding.object(fields[.attestation] ?? "", .attestation, limit: AttestationObject.maximumSize),
-                challenge: challenge)
-        }
-        let client = context.client
+        let (presented, client): (Presented<AttestRequest>, String) = try present(
+            &context, .attestation, limit: AttestationObject.maximumSize)
         return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.attest(presented, from: client) })
     }
 
     private func token(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
-        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .keyID, .assertion, .challenge])
+        let (presented, client): (Presented<RefreshRequest>, String) = try present(&context, .assertion, limit: AssertionObject.maximumSize)
+        return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.refresh(presented, from: client) })
+    }
+
+    /// An attest or refresh body as presented (`object` names its CBOR field) and the client's address.
+    private func present<Proof>(
+        _ context: inout RequestContext, _ object: ServiceError.RequestField, limit: Int
+    ) throws(Problem) -> (Presented<DeviceRequest<Proof>>, String) {
+        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .keyID, object, .challenge])
         context.log.clientID = fields[.clientID]
         let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
-            RefreshRequest(
+            DeviceRequest<Proof>(
                 clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
-                assertion: try RequestDecoding.object(fields[.assertion] ?? "", .assertion, limit: AssertionObject.maximumSize),
-                challenge: challenge)
+                object: try RequestDecoding.object(fields[object] ?? "", object, limit: limit), challenge: challenge)
         }
-        let client = context.client
-        return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.refresh(presented, from: client) })
+        return (presented, context.client)
     }
 
     /// The request's challenge (a malformed one is refused at once: there is nothing to spend),

@@ -1,0 +1,70 @@
+import AttestCrypto
+package import AttestStorage
+
+/// The gateway's token checks and revocation, and the upkeep the server runs.
+extension TokenService {
+    // MARK: Tokens
+
+    /// The token's facts if it is unexpired and its integration active; nil otherwise (no reason
+    /// is given, so introspection is no oracle).
+    package func introspect(_ token: String) throws(ServiceError) -> ActiveToken? {
+        guard let hash = Self.lookupHash(token) else { return nil }
+        return try stored({ () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }).map(Self.active)
+    }
+
+    /// `introspect`, answered through `reply` exactly once: at once, or later from another thread
+    /// when the store's lookup is a round trip (the HTTP worker serves other requests meanwhile).
+    package func introspect(_ token: String, then reply: @escaping @Sendable (Result<ActiveToken?, ServiceError>) -> Void) {
+        guard let hash = Self.lookupHash(token) else { return reply(.success(nil)) }
+        store.activeToken(hash: hash, at: clock.now()) { outcome in
+            reply(outcome.map { $0.map(Self.active) }.mapError(ServiceError.storage))
+        }
+    }
+
+    /// The SHA-256 to look up, or nil for input that cannot be a token (length and prefix are
+    /// checked first: no hashing or lookup for it).
+    private static func lookupHash(_ token: String) -> [UInt8]? {
+        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return nil }
+        return Digest.sha256(Array(token.utf8))
+    }
+
+    private static func active(_ record: TokenRecord) -> ActiveToken {
+        ActiveToken(
+            clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
+            expiresAt: record.expiresAt)
+    }
+
+    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise (the caller
+    /// learns nothing either way).
+    package func revokeToken(_ token: String) throws(ServiceError) {
+        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
+        let hash = Digest.sha256(Array(token.utf8))
+        // Audited like attestctl's `token revoke`, in the same transaction; only when a token went.
+        let audit = AuditNote<Bool>(at: clock.now(), actor: "gateway (POST /v1/revoke)", action: .tokenRevoke, target: Hex.encode(hash)) {
+            $0 ? "revoked" : nil
+        }
+        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
+    }
+
+    // MARK: Housekeeping
+
+    /// Deletes expired tokens and challenges; returns how many rows went.
+    package func purgeExpired() throws(ServiceError) -> Int {
+        try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
+    }
+
+    /// Counts and size for the metrics gauges.
+    package func statistics() throws(ServiceError) -> StoreStatistics {
+        try stored { () throws(StorageError) in try store.statistics() }
+    }
+
+    /// Closes the storage at a clean stop (after the last request).
+    package func closeStorage() throws(ServiceError) {
+        try stored { () throws(StorageError) in try store.close() }
+    }
+
+    /// Throws `storage_unavailable` when the storage cannot serve requests now (`/readyz`).
+    package func checkStorage() throws(ServiceError) {
+        try stored { () throws(StorageError) in try store.checkAvailable() }
+    }
+}
