@@ -1,5 +1,6 @@
 import AttestTesting
 import Dispatch
+import Foundation
 import Glibc
 import Testing
 
@@ -18,8 +19,12 @@ struct StopWhileParkedTests {
         try parked.sendGET("/later")
         #expect(eventually { responder.waitingCount == 1 })
         let other = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 30)
-        let stopped = DispatchGroup()
-        DispatchQueue.global().async(group: stopped) { server.stop() }
+        // stop() blocks for the drain: on a thread of its own, not one of Dispatch's few.
+        let stopped = DispatchSemaphore(value: 0)
+        Thread {
+            server.stop()
+            stopped.signal()
+        }.start()
         #expect(eventually { server.context.isStopping.load(ordering: .sequentiallyConsistent) })
         let sent = ContinuousClock.now
         try other.sendGET("/later")
@@ -45,8 +50,12 @@ struct StopWhileParkedTests {
         // has answered the parked connection: before the fix it parked and MHD_stop_daemon aborted.
         let late = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10)
         try late.send("GET /later HTTP/1.1\r\nHost: test\r\n")
-        let stopped = DispatchGroup()
-        DispatchQueue.global().async(group: stopped) { server.stop() }
+        // stop() blocks for the drain: on a thread of its own, not one of Dispatch's few.
+        let stopped = DispatchSemaphore(value: 0)
+        Thread {
+            server.stop()
+            stopped.signal()
+        }.start()
         // The stop has answered the parked connection once none is left parked.
         let deadline = ContinuousClock.now + .seconds(10)
         while server.context.parked.count > 0 && ContinuousClock.now < deadline {
