@@ -19,6 +19,10 @@ struct StopWhileParkedTests {
         try parked.sendGET("/later")
         #expect(eventually { responder.waitingCount == 1 })
         let other = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 30)
+        // Served once, so the server has accepted it: a connection still in the listen backlog
+        // when the stop begins is reset.
+        try other.sendGET("/now")
+        #expect(try other.receiveResponse().status == 200)
         // stop() blocks for the drain: on a thread of its own, not one of Dispatch's few.
         let stopped = DispatchSemaphore(value: 0)
         Thread {
@@ -49,6 +53,8 @@ struct StopWhileParkedTests {
         // A request begun before the stop, its headers trickling in, completed only once the stop
         // has answered the parked connection: before the fix it parked and MHD_stop_daemon aborted.
         let late = try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10)
+        try late.sendGET("/now")
+        #expect(try late.receiveResponse().status == 200)
         try late.send("GET /later HTTP/1.1\r\nHost: test\r\n")
         // stop() blocks for the drain: on a thread of its own, not one of Dispatch's few.
         let stopped = DispatchSemaphore(value: 0)
