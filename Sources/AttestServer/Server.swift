@@ -3,6 +3,7 @@ package import AttestHTTPServer
 package import AttestObservability
 package import AttestService
 package import AttestStorage
+import Dispatch
 import Synchronization
 
 /// A running attestd: the application and its HTTP listener.
@@ -10,6 +11,8 @@ package final class Server: Sendable {
     package let application: Application
     package let http: HTTPServer
     let logger: Logger
+    /// The purge's timer, once `startPurging` has run.
+    private let purgeTimer = Mutex<PurgeTimer?>(nil)
 
     /// The router (the application's).
     package var router: Router { application.router }
@@ -61,9 +64,12 @@ package final class Server: Sendable {
             ])
     }
 
-    /// Stops accepting, lets in-flight requests finish, closes the listener, then the store.
+    /// Stops accepting, lets in-flight requests finish, closes the listener, stops the purge
+    /// (waiting up to 5 s for one under way), then closes the store: no purge writes after the
+    /// store's last checkpoint.
     package func stop() {
         http.stop()
+        purgeTimer.withLock { $0 }?.stop(waitingAtMost: .seconds(5))
         application.close()
         logger.log(.info, "stopped")
     }
@@ -72,6 +78,12 @@ package final class Server: Sendable {
     package func reloadGatewaySecrets() { application.reloadGatewaySecrets() }
     /// See `Application.purge`.
     package func purge() { application.purge() }
+
+    /// Purges now and then every `seconds`, on a queue of its own (`PurgeTimer`), until `stop`.
+    package func startPurging(every seconds: Int) {
+        let timer = PurgeTimer(every: seconds) { [self] in purge() }
+        purgeTimer.withLock { $0 = timer }
+    }
     /// See `Application.refreshStatistics`.
     package func refreshStatistics() { application.refreshStatistics() }
 }
@@ -106,5 +118,36 @@ final class RefusalLog: Sendable {
         logger.log(
             .warning, "connections refused: the address holds its whole per-address share (--connections-per-address)",
             ["remote": .string(address), "refused": .int(count)])
+    }
+}
+
+/// Runs a housekeeping job (the purge) now and then every interval on a serial queue of its own.
+///
+/// Why not the main queue: attestd's signal handlers run there, and a purge waits for the
+/// database; while it waited for a database that had stopped answering, SIGTERM and SIGHUP
+/// waited with it (issue 18, M4).
+package final class PurgeTimer: Sendable {
+    // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `stop` uses it after.
+    private nonisolated(unsafe) let timer: any DispatchSourceTimer
+    private let queue = DispatchQueue(label: "attestd.purge")
+
+    /// Runs `job` now and then every `seconds` (at least 1).
+    package init(every seconds: Int, _ job: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .seconds(max(1, seconds)))
+        timer.setEventHandler(handler: job)
+        timer.resume()
+        self.timer = timer
+    }
+
+    /// Runs the job no more, and waits for one under way to finish, at most `limit`; true when
+    /// none is under way any more.
+    @discardableResult
+    package func stop(waitingAtMost limit: Duration) -> Bool {
+        timer.cancel()
+        let idle = DispatchSemaphore(value: 0)
+        queue.async { idle.signal() }
+        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        return idle.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success
     }
 }

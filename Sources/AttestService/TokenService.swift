@@ -102,8 +102,15 @@ package final class TokenService: Sendable {
             activeHints.remember(clientID)
         }
         let now = clock.now()
-        try limit(.challenges(clientID: clientID), policy.challengePerIntegration, now: now)
-        try limit(.address(address), policy.perAddress, now: now)
+        // Why both in one step: a request refused by its address's own limit must not also spend
+        // the integration's budget, or one address held to its limit drains every other device's
+        // challenges (issue 18, M2).
+        if let wait = limiter.take(
+            [(.challenges(clientID: clientID), policy.challengePerIntegration), (.address(address), policy.perAddress)],
+            now: Double(now))
+        {
+            throw ServiceError.rateLimited(retryAfter: wait)
+        }
         return try whileActive(requested) { () throws(ServiceError) -> IssuedChallenge? in
             let issued = try challenges.issue(for: clientID, random: random, now: now)
             if issued == nil { activeHints.forget(clientID) }
@@ -134,9 +141,11 @@ package final class TokenService: Sendable {
 
     /// Verifies an attestation, registers the key and mints its first token.
     ///
-    /// The per-integration attest bucket is charged only once the request has shown a usable
-    /// challenge (which it then spends), so junk requests from anyone who knows a client ID
-    /// cannot exhaust the integration's budget for new devices.
+    /// The per-integration attest bucket (shared by every node) is charged only for an
+    /// attestation that verified, so junk requests from anyone who knows a client ID cannot
+    /// exhaust the integration's budget for new devices (issue 18, M1). The verification work
+    /// itself is bounded before that: each attempt spends a challenge (limited per integration
+    /// and per address when it was issued) and is limited per client address here.
     package func attest(_ request: AttestRequest, from address: String) throws(ServiceError) -> IssuedToken {
         try attest(Presented(request), from: address)
     }
@@ -158,7 +167,6 @@ package final class TokenService: Sendable {
     ) throws(ServiceError) -> IssuedToken {
         try limit(.address(address), policy.perAddress, now: now)
         let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
-        try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
         if let maximum = integration.policy.maxNewKeysPerHour {
             let recent = try stored { () throws(StorageError) in
                 try store.newKeyCount(clientID: integration.clientID, since: now - 3600)
@@ -181,6 +189,9 @@ package final class TokenService: Sendable {
             throw ServiceError.rejected(error, attestation: true)
         }
         let receipt = try receiptState(of: verified, integration: integration, now: now)
+        // Only now: a request that failed verification (or the required receipt check) spent
+        // nothing of the new-key budget, which genuine devices need.
+        try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
         return try register(
             verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
     }

@@ -61,13 +61,8 @@ do {
     exit(error.isTransient ? 75 : 1)
 }
 
-// Expired challenges and tokens are purged periodically. On the main queue: this closure is
-// main-actor code (top-level code of main.swift), and Swift traps if it runs anywhere else.
-let purgeTimer = DispatchSource.makeTimerSource(queue: .main)
-let purgeInterval = DispatchTimeInterval.seconds(configuration.purgeIntervalSeconds)
-purgeTimer.schedule(deadline: .now() + purgeInterval, repeating: purgeInterval)
-purgeTimer.setEventHandler { server.purge() }
-purgeTimer.resume()
-server.purge()
+// Expired challenges and tokens are purged now and periodically, never on the main queue: the
+// signal handlers above run there, and a purge can wait for the database (PurgeTimer).
+server.startPurging(every: configuration.purgeIntervalSeconds)
 
-withExtendedLifetime((signals, reloadSignal, purgeTimer)) { dispatchMain() }
+withExtendedLifetime((signals, reloadSignal)) { dispatchMain() }

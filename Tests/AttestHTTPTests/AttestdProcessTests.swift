@@ -39,6 +39,23 @@ final class AttestdProcess {
         return (process.terminationStatus, log)
     }
 
+    /// Whether the log shows `text` within `seconds` (reads stderr while it waits).
+    func logShows(_ text: String, within seconds: Double) -> Bool {
+        let handle = errors.fileHandleForReading
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while !consumed.contains(text) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1) > 0
+            else { continue }
+            let chunk = handle.availableData
+            if chunk.isEmpty { return false }
+            consumed += String(decoding: chunk, as: UTF8.self)
+        }
+        return true
+    }
+
     /// The port from the "listening" log line (reads stderr until it appears).
     func listeningPort() -> UInt16? {
         let handle = errors.fileHandleForReading
