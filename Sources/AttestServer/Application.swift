@@ -255,12 +255,21 @@ package final class Application: Sendable {
     }
 
     /// Stops the refresher and closes the store (after the listener stopped).
-    package func close() {
+    /// False when the store could not be closed cleanly: SQLite's write-ahead log was not folded
+    /// into the database file (a full disk, a reader that never finished), so the file alone is
+    /// not a complete copy and the process must say so with its exit status.
+    @discardableResult
+    package func close() -> Bool {
         receiptRefresher?.stop()
         do {
             try service.closeStorage()
+            return true
         } catch {
-            logger.log(.error, "closing the database failed", ["error": .string(error.reason)])
+            logger.log(
+                .error,
+                "closing the database failed: its -wal file holds commits the database file lacks; back up both, or start and stop attestd again",
+                ["error": .string(error.reason)])
+            return false
         }
     }
 

@@ -67,11 +67,14 @@ package final class Server: Sendable {
     /// Stops accepting, lets in-flight requests finish, closes the listener, stops the purge
     /// (waiting up to 5 s for one under way), then closes the store: no purge writes after the
     /// store's last checkpoint.
-    package func stop() {
+    /// False when the store did not close cleanly (see `Application.close`): attestd then exits 1.
+    @discardableResult
+    package func stop() -> Bool {
         http.stop()
         purgeTimer.withLock { $0 }?.stop(waitingAtMost: .seconds(5))
-        application.close()
-        logger.log(.info, "stopped")
+        let closed = application.close()
+        logger.log(closed ? .info : .error, closed ? "stopped" : "stopped, but the database was not closed cleanly")
+        return closed
     }
 
     /// See `Application.reloadGatewaySecrets`.

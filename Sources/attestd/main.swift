@@ -34,8 +34,9 @@ let signals = [SIGTERM, SIGINT].map { number in
     let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
     source.setEventHandler {
         logger.log(.info, "signal received, draining", ["signal": .int(Int(number))])
-        running.withLock { $0 }?.stop()
-        exit(0)
+        // Exit 1 when the database was not closed cleanly (a final checkpoint that failed on a
+        // full disk): whoever stopped attestd must know the -wal file is still needed.
+        exit(running.withLock { $0 }?.stop() == false ? 1 : 0)
     }
     source.resume()
     return source

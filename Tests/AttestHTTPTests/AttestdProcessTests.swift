@@ -206,6 +206,28 @@ struct AttestdProcessTests {
         #expect(!log.contains("hunter2-secret"))
     }
 
+    @Test("exits 1 at a stop whose final checkpoint fails (a reader holds the log), and 0 at a clean one")
+    func uncleanStopExitsOne() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("attestd.sqlite").path
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        _ = try #require(attestd.listeningPort())
+        // A reader in the middle of a statement (its implicit read transaction open until reset):
+        // the TRUNCATE checkpoint cannot empty the log.
+        let reader = try SQLiteDatabase(path: path, create: false)
+        let statement = try reader.prepare("SELECT count(*) FROM schema_migrations")
+        _ = try statement.step()
+        attestd.process.terminate()
+        let (status, log) = attestd.finish()
+        #expect(status == 1)
+        #expect(log.contains("closing the database failed"))
+        try statement.reset()
+        let again = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        _ = try #require(again.listeningPort())
+        again.process.terminate()
+        #expect(again.finish().status == 0)
+    }
+
     @Test("creates its database files 0600 whatever the umask, and warns about a gateway secret others can read")
     func fileModes() throws {
         let directory = try temporaryDirectory()
