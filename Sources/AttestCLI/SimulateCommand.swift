@@ -9,6 +9,9 @@ import Glibc
 /// root, or (`--write-trust-anchor`) that root written out for `attestd --trust-anchor`.
 enum SimulateCommand {
     static let maximumConcurrency = 64
+    /// Devices at once by default: under attestd's default cap of 32 connections per client
+    /// address, since every simulated device comes from one address.
+    static let defaultConcurrency = 16
 
     static let url = OptionSpec(
         "url", value: "URL", help: "(required for a run) attestd to load: http://IP:PORT, IPv4 or [IPv6] literal, plain HTTP")
@@ -20,7 +23,10 @@ enum SimulateCommand {
     static let refreshes = OptionSpec(
         "refreshes", value: "K", help: "token refreshes per device after the attestation (0 to 10000; default 1)")
     static let concurrency = OptionSpec(
-        "concurrency", value: "C", help: "devices running at once, one thread each (1 to 64; default min(N, 64))")
+        "concurrency", value: "C",
+        help:
+            "devices running at once, one thread each (1 to 64; default min(N, 16), under attestd's default cap of 32 connections per address)"
+    )
     static let environment = OptionSpec(
         "environment", value: "production|development", help: "App Attest environment (aaguid) of the devices (default production)")
     static let state = OptionSpec(
@@ -122,7 +128,7 @@ enum SimulateCommand {
             ?? .production
         let devices = try Self.devices.integer(given(Self.devices), in: 1...1_000_000)
         let refreshes = try options.integer(Self.refreshes, in: 0...10_000) ?? 1
-        let concurrency = try options.integer(Self.concurrency, in: 1...maximumConcurrency) ?? maximumConcurrency
+        let concurrency = try options.integer(Self.concurrency, in: 1...maximumConcurrency) ?? defaultConcurrency
         return SimulationPlan(
             host: host, port: port, clientID: clientID, appID: appID, environment: environment, devices: devices, refreshes: refreshes,
             concurrency: min(devices, concurrency))
@@ -205,7 +211,10 @@ struct SimulationReport {
     private func hints(_ failures: Set<StepFailure>) -> [String] {
         var hints: [String] = []
         if failures.contains(where: { $0.code == "transport" }) {
-            hints.append("hint: is attestd listening on \(plan.url)?")
+            hints.append(
+                "hint: is attestd listening on \(plan.url)? If some devices succeeded, attestd closed connections past its cap per "
+                    + "client address (--connections-per-address, default 32): every simulated device comes from one address, so run "
+                    + "fewer at once (--concurrency, now \(plan.concurrency)) or start attestd with --connections-per-address 0")
         }
         if failures.contains(where: { $0.reason.hasPrefix("chain_invalid") }) {
             hints.append(

@@ -52,6 +52,13 @@ package final class Application: Sendable {
                 .warning,
                 "INSECURE TEST MODE: the clock can be set and challenges chosen by any local caller; never run this in production")
         }
+        if configuration.databasePasswordOnCommandLine {
+            logger.log(
+                .warning,
+                "the --db URI on the command line holds a password, which every local user can read (ps, /proc): keep it out of "
+                    + "the URI, in a password file (the attestd user's ~/.pgpass, PGPASSFILE, or passfile= in the URI)",
+                ["db": .string(configuration.database.redacted)])
+        }
         do {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
             // A PostgreSQL server that does not answer at start is retried in the background: the
@@ -116,13 +123,17 @@ package final class Application: Sendable {
             } catch {
                 throw StartupError(description: error.description)
             }
-            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
-                logger.log(
-                    .warning, "the gateway secret file can be read by other users: chmod 600 it (and chown it to attestd's user)",
-                    ["file": .string(file), "mode": .string(String(mode, radix: 8))])
+            if let warning = Self.secretFileWarning(file) {
+                logger.log(.warning, warning.message, ["file": .string(file), "mode": .string(warning.mode)])
             }
         } else {
             logger.log(.warning, "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
+        }
+        if let url = configuration.appleReceiptURL {
+            logger.log(
+                .warning,
+                "APPLE RECEIPT URL REPLACED: receipts and their DeviceCheck JWTs go to a non-Apple server; for tests only",
+                ["apple.url": .string(url)])
         }
         var policy = ServicePolicy()
         policy.attestPerIntegration = configuration.attestPerIntegration
@@ -152,7 +163,8 @@ package final class Application: Sendable {
         let settings = AttestAPI.Settings(
             gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
             storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
-            limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery)
+            limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
+            exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
         let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
         self.workspaceAdmin = workspaceAdmin
         adminRouter = AttestAPI.adminRouter(admin: workspaceAdmin, settings: settings, logger: logger, metrics: metrics)
@@ -174,9 +186,36 @@ package final class Application: Sendable {
                     ),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
+                    (
+                        "attestd_apple_receipt_url_is_apple", "1 when receipts are exchanged with Apple's hosts (no --apple-receipt-url).",
+                        configuration.appleReceiptURL == nil ? 1 : 0
+                    ),
                 ]
             },
             moreMetrics: { refresher?.metricsText.text ?? "" })
+    }
+
+    /// What is wrong with the gateway secret file's mode, if anything: readable by other users,
+    /// or by a group attestd is not in. Readable by attestd's own group is fine: the package
+    /// installs it root:attestd 0640, so that attestd reads it and cannot change it.
+    static func secretFileWarning(_ file: String) -> (message: String, mode: String)? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+            let mode = attributes[.posixPermissions] as? Int
+        else { return nil }
+        let octal = String(mode, radix: 8)
+        if mode & 0o007 != 0 {
+            return (
+                "the gateway secret file can be read by other users: chmod o-rwx it (0640 root:attestd as the package installs it)", octal
+            )
+        }
+        guard mode & 0o070 != 0, let group = (attributes[.groupOwnerAccountID] as? NSNumber).map({ gid_t($0.uint32Value) }) else {
+            return nil
+        }
+        var groups = [gid_t](repeating: 0, count: Int(max(0, getgroups(0, nil))))
+        let count = getgroups(Int32(groups.count), &groups)
+        let own = Set([getegid()] + groups.prefix(Int(max(0, count))))
+        guard !own.contains(group) else { return nil }
+        return ("the gateway secret file can be read by a group attestd is not in: chgrp it to attestd's group, or chmod 600 it", octal)
     }
 
     /// The refresher the configuration asks for (nil without a secrets key file or with interval 0).
@@ -207,9 +246,6 @@ package final class Application: Sendable {
             let client = try HTTPSClient()
             var settings = ReceiptRefresherSettings()
             settings.intervalSeconds = configuration.receiptRefreshIntervalSeconds
-            if configuration.appleReceiptURL != nil {
-                logger.log(.warning, "APPLE RECEIPT URL REPLACED: receipts are exchanged with a non-Apple server; for tests only")
-            }
             logger.log(
                 .info, "receipt refresher started",
                 [
@@ -225,12 +261,21 @@ package final class Application: Sendable {
     }
 
     /// Stops the refresher and closes the store (after the listener stopped).
-    package func close() {
+    /// False when the store could not be closed cleanly: SQLite's write-ahead log was not folded
+    /// into the database file (a full disk, a reader that never finished), so the file alone is
+    /// not a complete copy and the process must say so with its exit status.
+    @discardableResult
+    package func close() -> Bool {
         receiptRefresher?.stop()
         do {
             try service.closeStorage()
+            return true
         } catch {
-            logger.log(.error, "closing the database failed", ["error": .string(error.reason)])
+            logger.log(
+                .error,
+                "closing the database failed: its -wal file holds commits the database file lacks; back up both, or start and stop attestd again",
+                ["error": .string(error.reason)])
+            return false
         }
     }
 

@@ -71,6 +71,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var appleReceiptURL: String?
     /// Seconds between receipt refresh passes (0: no refresher).
     package var receiptRefreshIntervalSeconds = 300
+    /// Whether `--db` was given on the command line with a password in its URI, where every
+    /// local user can read it (`ps`): attestd warns at start.
+    package var databasePasswordOnCommandLine = false
 
     /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
     package init() {}
@@ -218,12 +221,18 @@ package struct ServerConfiguration: Sendable, Equatable {
             "secrets-key-file", environment: "ATTESTD_SECRETS_KEY_FILE", value: "FILE",
             help: "64 hex digits (openssl rand -hex 32) sealing integrations' DeviceCheck keys; enables the receipt refresher"
         ) { configuration, value, _ in configuration.secretsKeyFile = value },
+        // Why command line only, https only (plain http to loopback only): every refresh sends the
+        // integration's freshly signed DeviceCheck JWT to this URL, so a stray variable in a unit
+        // file or environment must not be able to send them anywhere, nor in clear (issue 18, L5).
         Setting(
-            "apple-receipt-url", environment: "ATTESTD_APPLE_RECEIPT_URL", value: "URL",
-            help: "TESTS ONLY: exchange receipts at URL/v1/attestationData instead of Apple's hosts (chosen by the device's environment)"
+            "apple-receipt-url", environment: nil, value: "URL",
+            help:
+                "TESTS ONLY: exchange receipts at URL/v1/attestationData instead of Apple's hosts (https://, or http:// to 127.0.0.1 or [::1])"
         ) { configuration, value, _ throws(UsageError) in
-            guard value.hasPrefix("https://") || value.hasPrefix("http://") else {
-                throw UsageError(message: "--apple-receipt-url takes an http:// or https:// base URL")
+            guard ServerConfiguration.isAcceptableReceiptURL(value) else {
+                throw UsageError(
+                    message: "--apple-receipt-url takes an https:// base URL, or http:// to a loopback address (127.0.0.1, [::1]), "
+                        + "with no user name or password")
             }
             configuration.appleReceiptURL = value
         },
@@ -232,6 +241,37 @@ package struct ServerConfiguration: Sendable, Equatable {
             help: "exchange due device receipts with Apple this often (default 300; 0 = never)", in: 0...86_400, unit: " seconds",
             \.receiptRefreshIntervalSeconds),
     ]
+
+    /// Whether `value` may replace Apple's receipt hosts: `https://` to any host, or plain
+    /// `http://` only to a loopback address literal (tests' fake Apple); never with user-info
+    /// (`http://127.0.0.1@elsewhere/` names the host after the `@`).
+    static func isAcceptableReceiptURL(_ value: String) -> Bool {
+        let lower = value.lowercased()
+        let scheme: String
+        if lower.hasPrefix("https://") {
+            scheme = "https://"
+        } else if lower.hasPrefix("http://") {
+            scheme = "http://"
+        } else {
+            return false
+        }
+        let authority = value.dropFirst(scheme.count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("\\") else { return false }
+        guard scheme == "http://" else { return true }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            guard after.isEmpty || (after.hasPrefix(":") && after.dropFirst().allSatisfy(\.isNumber)) else { return false }
+            return host == "::1"
+        }
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2, parts.count == 1 || parts[1].allSatisfy(\.isNumber) else { return false }
+        host = parts[0]
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil && $0.allSatisfy(\.isNumber) }
+    }
 
     /// A whole-number option within `range` (`unit` follows the range in the refusal).
     private static func whole(
@@ -279,6 +319,9 @@ package struct ServerConfiguration: Sendable, Equatable {
             } else if let value = parsed.value(setting.spec) {
                 do {
                     try setting.apply(&configuration, value)
+                    if setting.spec.name == "db", onCommandLine.contains("db"), case .postgresql(let settings) = configuration.database {
+                        configuration.databasePasswordOnCommandLine = settings.carriesPassword
+                    }
                 } catch {
                     // A value from the environment is refused in the variable's name: that is what the
                     // operator has to fix (a unit file's Environment=, not a flag they never typed).

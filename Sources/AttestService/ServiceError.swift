@@ -209,6 +209,12 @@ extension ServiceError {
         ServiceError(.storageUnavailable, .storage(error.code), "storage: \(error.reason)", retryAfter: 1)
     }
 
+    /// The storage did not answer within `milliseconds` (a request waiting without a worker:
+    /// its answer is given up, whatever the storage does later).
+    package static func storageTimedOut(after milliseconds: Int) -> ServiceError {
+        .storage(StorageError(.unavailable, "no answer from the storage within \(milliseconds) ms"))
+    }
+
     /// The random source failed.
     package static let randomFailed = ServiceError(.internalError, .random, "the random source failed")
 

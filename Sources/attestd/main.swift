@@ -34,8 +34,9 @@ let signals = [SIGTERM, SIGINT].map { number in
     let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
     source.setEventHandler {
         logger.log(.info, "signal received, draining", ["signal": .int(Int(number))])
-        running.withLock { $0 }?.stop()
-        exit(0)
+        // Exit 1 when the database was not closed cleanly (a final checkpoint that failed on a
+        // full disk): whoever stopped attestd must know the -wal file is still needed.
+        exit(running.withLock { $0 }?.stop() == false ? 1 : 0)
     }
     source.resume()
     return source
@@ -61,13 +62,8 @@ do {
     exit(error.isTransient ? 75 : 1)
 }
 
-// Expired challenges and tokens are purged periodically. On the main queue: this closure is
-// main-actor code (top-level code of main.swift), and Swift traps if it runs anywhere else.
-let purgeTimer = DispatchSource.makeTimerSource(queue: .main)
-let purgeInterval = DispatchTimeInterval.seconds(configuration.purgeIntervalSeconds)
-purgeTimer.schedule(deadline: .now() + purgeInterval, repeating: purgeInterval)
-purgeTimer.setEventHandler { server.purge() }
-purgeTimer.resume()
-server.purge()
+// Expired challenges and tokens are purged now and periodically, never on the main queue: the
+// signal handlers above run there, and a purge can wait for the database (PurgeTimer).
+server.startPurging(every: configuration.purgeIntervalSeconds)
 
-withExtendedLifetime((signals, reloadSignal, purgeTimer)) { dispatchMain() }
+withExtendedLifetime((signals, reloadSignal)) { dispatchMain() }

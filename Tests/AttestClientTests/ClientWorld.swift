@@ -78,7 +78,7 @@ final class ClientWorld: Sendable {
     }
 
     deinit {
-        server.withLock { $0?.stop() }
+        _ = server.withLock { $0?.stop() }
         try? FileManager.default.removeItem(at: directory)
     }
 

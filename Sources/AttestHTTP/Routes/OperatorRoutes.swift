@@ -27,10 +27,12 @@ struct OperatorRoutes: Sendable {
         }
     }
 
-    /// Liveness: the process answers. Says which trust anchor and storage it runs with.
+    /// Liveness: the process answers. Says which trust anchor, receipt exchange and storage it
+    /// runs with.
     private func healthz(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
         JSONBody.response([
             ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"),
+            ("apple_receipt_url", settings.exchangesReceiptsWithApple ? "apple" : "custom (test only)"),
             ("test_mode", settings.testClock != nil), ("storage", settings.storage), ("version", settings.version),
         ])
     }

@@ -57,4 +57,6 @@ struct RequestLogFields: Sendable {
     var outcome: String?
     /// Who acted, for requests authenticated as a person or a key (the admin API).
     var actor: String?
+    /// The first hex digits of the SHA-256 of the token a request acted on (`/v1/revoke`).
+    var tokenHashPrefix: String?
 }

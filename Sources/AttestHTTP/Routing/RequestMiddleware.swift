@@ -84,6 +84,7 @@ struct ObservedRequests: RouterMiddleware {
         ]
         if let clientID = log.clientID { fields.append(("client.id", .string(clientID))) }
         if let actor = log.actor { fields.append(("actor", .string(actor))) }
+        if let prefix = log.tokenHashPrefix { fields.append(("token.sha256_prefix", .string(prefix))) }
         fields.append(("remote", .string(context.client)))
         logger.log(response.status >= 500 ? .error : .info, "request", fields: fields)
     }
