@@ -14,7 +14,8 @@ struct FullDiskTests {
         let pages = try store.statistics().bytes / 4096
         try store.limitPagesForTesting(Int(pages))
         var full: StorageError?
-        for index in 0..<500 where full == nil {
+        // Enough rows to fill the headroom the write-ahead log leaves after every migration (it grows with them).
+        for index in 0..<5000 where full == nil {
             do {
                 try store.insertIntegration(
                     IntegrationRecord(
