@@ -67,3 +67,22 @@ final class AdminWorld {
         try world.authorize(try world.client(), token: token).status == 200
     }
 }
+
+/// Runs `body` on a thread of its own, in the calling test's task (so its expectations are the
+/// test's), without holding a thread of Swift's cooperative pool: the pool has one thread per
+/// core, these tests block on sockets and the database, and the client library's async tests
+/// (AttestClientTests) need a pool thread to go on while they run in the same process.
+func offThePool(_ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withTaskExecutorPreference(ThreadPerJob.shared) { try body() }
+}
+
+/// A task executor that runs each job on a new thread (tests only: a few jobs per test).
+final class ThreadPerJob: TaskExecutor {
+    static let shared = ThreadPerJob()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        Thread { job.runSynchronously(on: executor) }.start()
+    }
+}
