@@ -148,6 +148,7 @@ package final class Application: Sendable {
         } catch {
             throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
         }
+        let openedStore = store
         metrics = Metrics(version: version)
         let cache = StatisticsCache()
         statistics = cache
@@ -168,11 +169,21 @@ package final class Application: Sendable {
                 // From the cache the purge timer refreshes: a scrape never counts rows, so it costs
                 // the same at 200,000 devices as at one.
                 let statistics = cache.current
+                // Read now, not at the purge tick: resources and the pool change by the second.
+                let process = ProcessStatistics.current()
+                let pool = openedStore.poolStatistics
                 return [
                     ("attestd_active_integrations", "Integrations not revoked.", statistics.activeIntegrations),
                     ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
                     ("attestd_suspended_integrations", "Integrations suspended (not revoked).", statistics.suspendedIntegrations),
+                    ("process_resident_memory_bytes", "Resident memory of attestd.", process?.residentBytes ?? 0),
+                    ("process_open_fds", "Open file descriptors of attestd.", process?.openDescriptors ?? 0),
+                    ("process_max_fds", "The descriptor limit of attestd (LimitNOFILE).", process?.maximumDescriptors ?? 0),
+                    ("process_threads", "Threads of attestd.", process?.threads ?? 0),
+                    ("attestd_db_pool_size", "PostgreSQL connections the pool keeps at most (0 on SQLite).", pool?.size ?? 0),
+                    ("attestd_db_pool_in_use", "PostgreSQL connections lent to requests now (0 on SQLite).", pool?.inUse ?? 0),
+                    ("attestd_db_pool_waiting", "Requests waiting for a PostgreSQL connection now (0 on SQLite).", pool?.waiting ?? 0),
                     (
                         "attestd_clock_skew_milliseconds",
                         "The shared database's clock minus this node's at the last purge tick (0 on SQLite); past 5000 either way the node refuses to serve.",
