@@ -192,6 +192,16 @@ package final class Application: Sendable {
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                     (
+                        "attestd_trust_anchor_not_after_seconds",
+                        "Unix time at which the attestation trust anchor expires: past it no new device can attest.",
+                        Int(anchor.certificate.notAfter ?? 0)
+                    ),
+                    (
+                        "attestd_receipt_anchor_not_after_seconds",
+                        "Unix time at which Apple Root CA - G3, the anchor of receipts, expires: past it no receipt verifies.",
+                        Int(receipts.anchor.certificate.notAfter ?? 0)
+                    ),
+                    (
                         "attestd_apple_receipt_url_is_apple", "1 when receipts are exchanged with Apple's hosts (no --apple-receipt-url).",
                         configuration.appleReceiptURL == nil ? 1 : 0
                     ),

@@ -340,5 +340,11 @@ struct APITests {
         #expect(metrics.contains("attestd_tokens_minted_total 1"))
         #expect(metrics.contains("attestd_active_devices 1"))
         #expect(metrics.contains("attestd_trust_anchor_is_apple 0"))
+        // The anchors' expiry, for AttestdTrustAnchorExpiring: the synthetic root's (twenty years
+        // on), and Apple Root CA - G3's (Apr 30 18:19:06 2039 GMT, `openssl x509 -enddate`).
+        let rootNotAfter = try #require(world.pki.root.notAfter)
+        #expect(rootNotAfter > Int64(Date().timeIntervalSince1970) + 19 * 365 * 86_400)
+        #expect(metrics.contains("attestd_trust_anchor_not_after_seconds \(rootNotAfter)\n"))
+        #expect(metrics.contains("attestd_receipt_anchor_not_after_seconds 2187800346\n"))
     }
 }
