@@ -138,7 +138,12 @@ package final class Application: Sendable {
         policy.allowsSeededChallenges = configuration.insecureTestMode
         let verifier: AttestationVerifier
         do {
-            verifier = try AttestationVerifier(anchor: anchor)
+            let additional = try configuration.additionalRootFile.map { file throws(StartupError) in
+                try Self.additionalRoot(file, primary: anchor, logger: logger)
+            }
+            verifier = try AttestationVerifier(anchors: [anchor] + (additional.map { [$0] } ?? []))
+        } catch let error as StartupError {
+            throw error
         } catch {
             throw StartupError(description: "cannot build the verifier: \(error)")
         }
@@ -157,13 +162,15 @@ package final class Application: Sendable {
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
+        let anchorMetrics = Self.anchorMetrics(verifier.anchors).text
+        var settings = AttestAPI.Settings(
+            gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
+            storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
+            limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
+            exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
+        settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         router = AttestAPI.router(
-            service: service,
-            settings: AttestAPI.Settings(
-                gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
-                storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
-                limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
-                exchangesReceiptsWithApple: configuration.appleReceiptURL == nil),
+            service: service, settings: settings,
             logger: logger, metrics: metrics,
             gauges: {
                 // From the cache the purge timer refreshes: a scrape never counts rows, so it costs
@@ -192,14 +199,9 @@ package final class Application: Sendable {
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                     (
-                        "attestd_trust_anchor_not_after_seconds",
-                        "Unix time at which the attestation trust anchor expires: past it no new device can attest.",
-                        Int(anchor.certificate.notAfter ?? 0)
-                    ),
-                    (
                         "attestd_receipt_anchor_not_after_seconds",
                         "Unix time at which Apple Root CA - G3, the anchor of receipts, expires: past it no receipt verifies.",
-                        Int(receipts.anchor.certificate.notAfter ?? 0)
+                        Int(receipts.anchor.notAfter)
                     ),
                     (
                         "attestd_apple_receipt_url_is_apple", "1 when receipts are exchanged with Apple's hosts (no --apple-receipt-url).",
@@ -207,7 +209,7 @@ package final class Application: Sendable {
                     ),
                 ]
             },
-            moreMetrics: { refresher?.metricsText.text ?? "" })
+            moreMetrics: { anchorMetrics + (refresher?.metricsText.text ?? "") })
     }
 
     /// What is wrong with the gateway secret file's mode, if anything: readable by other users,

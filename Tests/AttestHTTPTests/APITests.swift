@@ -344,7 +344,10 @@ struct APITests {
         // on), and Apple Root CA - G3's (Apr 30 18:19:06 2039 GMT, `openssl x509 -enddate`).
         let rootNotAfter = try #require(world.pki.root.notAfter)
         #expect(rootNotAfter > Int64(Date().timeIntervalSince1970) + 19 * 365 * 86_400)
-        #expect(metrics.contains("attestd_trust_anchor_not_after_seconds \(rootNotAfter)\n"))
+        let fingerprint = Hex.encode(world.pki.root.sha256Fingerprint)
+        #expect(metrics.contains(#"attestd_trust_anchor_not_after_seconds{sha256="\#(fingerprint)",role="primary"} \#(rootNotAfter)"#))
+        #expect(health["trust_anchor_sha256"] as? String == fingerprint)
+        #expect(health["additional_root_sha256"] == nil)
         #expect(metrics.contains("attestd_receipt_anchor_not_after_seconds 2187800346\n"))
     }
 }
