@@ -13,6 +13,8 @@ package enum AttestAPI {
         package var gatewaySecrets: GatewaySecrets?
         /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
         package var trustsAppleRoot: Bool
+        /// SHA-256 (hex) of each trust anchor, the primary first (reported by /healthz).
+        package var trustAnchorFingerprints: [String] = []
         /// False when `--apple-receipt-url` replaces Apple's receipt hosts (reported by /healthz).
         package var exchangesReceiptsWithApple = true
         package var version: String

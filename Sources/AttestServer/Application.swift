@@ -142,7 +142,12 @@ package final class Application: Sendable {
         policy.allowsSeededChallenges = configuration.insecureTestMode
         let verifier: AttestationVerifier
         do {
-            verifier = try AttestationVerifier(anchor: anchor)
+            let additional = try configuration.additionalRootFile.map { file throws(StartupError) in
+                try Self.additionalRoot(file, primary: anchor, logger: logger)
+            }
+            verifier = try AttestationVerifier(anchors: [anchor] + (additional.map { [$0] } ?? []))
+        } catch let error as StartupError {
+            throw error
         } catch {
             throw StartupError(description: "cannot build the verifier: \(error)")
         }
@@ -152,6 +157,7 @@ package final class Application: Sendable {
         } catch {
             throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
         }
+        let openedStore = store
         metrics = Metrics(version: version)
         let cache = StatisticsCache()
         statistics = cache
@@ -160,25 +166,38 @@ package final class Application: Sendable {
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
-        let settings = AttestAPI.Settings(
+        let anchorMetrics = Self.anchorMetrics(verifier.anchors).text
+        var settings = AttestAPI.Settings(
             gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
             storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
             limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
+        settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
         self.workspaceAdmin = workspaceAdmin
         adminRouter = AttestAPI.adminRouter(admin: workspaceAdmin, settings: settings, logger: logger, metrics: metrics)
         router = AttestAPI.router(
-            service: service, settings: settings, logger: logger, metrics: metrics,
+            service: service, settings: settings,
+            logger: logger, metrics: metrics,
             gauges: {
                 // From the cache the purge timer refreshes: a scrape never counts rows, so it costs
                 // the same at 200,000 devices as at one.
                 let statistics = cache.current
+                // Read now, not at the purge tick: resources and the pool change by the second.
+                let process = ProcessStatistics.current()
+                let pool = openedStore.poolStatistics
                 return [
                     ("attestd_active_integrations", "Integrations not revoked.", statistics.activeIntegrations),
                     ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
                     ("attestd_suspended_integrations", "Integrations suspended (not revoked).", statistics.suspendedIntegrations),
+                    ("process_resident_memory_bytes", "Resident memory of attestd.", process?.residentBytes ?? 0),
+                    ("process_open_fds", "Open file descriptors of attestd.", process?.openDescriptors ?? 0),
+                    ("process_max_fds", "The descriptor limit of attestd (LimitNOFILE).", process?.maximumDescriptors ?? 0),
+                    ("process_threads", "Threads of attestd.", process?.threads ?? 0),
+                    ("attestd_db_pool_size", "PostgreSQL connections the pool keeps at most (0 on SQLite).", pool?.size ?? 0),
+                    ("attestd_db_pool_in_use", "PostgreSQL connections lent to requests now (0 on SQLite).", pool?.inUse ?? 0),
+                    ("attestd_db_pool_waiting", "Requests waiting for a PostgreSQL connection now (0 on SQLite).", pool?.waiting ?? 0),
                     (
                         "attestd_clock_skew_milliseconds",
                         "The shared database's clock minus this node's at the last purge tick (0 on SQLite); past 5000 either way the node refuses to serve.",
@@ -187,12 +206,17 @@ package final class Application: Sendable {
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                     (
+                        "attestd_receipt_anchor_not_after_seconds",
+                        "Unix time at which Apple Root CA - G3, the anchor of receipts, expires: past it no receipt verifies.",
+                        Int(receipts.anchor.notAfter)
+                    ),
+                    (
                         "attestd_apple_receipt_url_is_apple", "1 when receipts are exchanged with Apple's hosts (no --apple-receipt-url).",
                         configuration.appleReceiptURL == nil ? 1 : 0
                     ),
                 ]
             },
-            moreMetrics: { refresher?.metricsText.text ?? "" })
+            moreMetrics: { anchorMetrics + (refresher?.metricsText.text ?? "") })
     }
 
     /// What is wrong with the gateway secret file's mode, if anything: readable by other users,

@@ -29,6 +29,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var database = StoreLocation.sqlite(path: "attestd.sqlite")
     package var gatewaySecretFile: String?
     package var trustAnchorFile: String?
+    /// A root trusted beside the primary one (`--additional-root`): Apple's next root, added
+    /// before a rotation; devices attested under either keep refreshing.
+    package var additionalRootFile: String?
     /// `--threads`; nil means the default of `workerThreads`.
     package var threads: Int?
     /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
@@ -158,6 +161,11 @@ package struct ServerConfiguration: Sendable, Equatable {
             "trust-anchor", environment: nil, value: "PEM",
             help: "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"
         ) { configuration, value, _ in configuration.trustAnchorFile = value },
+        // Command line only, as --trust-anchor: whom attestd trusts shows in `ps` and ExecStart.
+        Setting(
+            "additional-root", environment: nil, value: "PEM",
+            help: "also trust this root beside the primary one, for Apple's next App Attestation root ahead of a rotation"
+        ) { configuration, value, _ in configuration.additionalRootFile = value },
         Setting(
             "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; 4 x cores on PostgreSQL)"
         ) { configuration, text, spec throws(UsageError) in configuration.threads = try spec.integer(text, in: 1...256) },

@@ -59,8 +59,9 @@ package final class TokenService: Sendable {
     let clockCheck = ClockCheck()
     /// Client IDs this node has read as active (`issueChallenge`).
     let activeHints = ActiveIntegrationHints()
-    /// SHA-256 (hex) of the trust anchor, recorded with every device and required at refresh.
-    let anchorFingerprint: String
+    /// SHA-256 (hex) of each trust anchor: a device records the one its chain ended at, and
+    /// refreshes only while that anchor is still trusted.
+    let anchorFingerprints: Set<String>
     /// Checks the receipt of every attestation (Apple Root CA - G3); nil: receipts are stored unchecked.
     let receipts: ReceiptVerifier?
     /// Told every receipt verdict at attestation (for the metrics).
@@ -78,7 +79,7 @@ package final class TokenService: Sendable {
         self.random = random
         self.policy = policy
         challenges = ChallengeLedger(store: store, lifetime: policy.challengeLifetime)
-        anchorFingerprint = Hex.encode(verifier.anchor.certificate.sha256Fingerprint)
+        anchorFingerprints = Set(verifier.anchors.map(\.sha256Hex))
         self.receipts = receipts
         self.observer = observer
     }
@@ -242,7 +243,7 @@ package final class TokenService: Sendable {
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
             environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
-            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt,
+            trustAnchor: Hex.encode(verified.anchorFingerprint), appID: verified.appID.description, receiptState: receipt,
             credentialSHA256: Digest.sha256(verified.credentialCertificate))
         // The cap counted again inside the registering transaction, serialised per integration: the
         // count before verification only saves the work, two registrations racing past it are
@@ -306,8 +307,9 @@ package final class TokenService: Sendable {
         guard device.status == .active else { throw ServiceError.deviceBlocked }
         try Self.checkReceiptPolicy(integration.policy, device: device, now: now, grace: policy.riskMetricGraceSeconds)
         // Why: a key attested while a test root was trusted must not refresh under Apple's root
-        // (or the other way round); the anchor is part of what its attestation proved.
-        guard device.trustAnchor == anchorFingerprint else {
+        // (or the other way round); the anchor is part of what its attestation proved. A key
+        // attested under Apple's current root keeps refreshing while a next root is added.
+        guard anchorFingerprints.contains(device.trustAnchor) else {
             throw ServiceError(.assertionRejected, .check(.trustAnchor), "this key was attested under another trust anchor")
         }
         guard let key = keys.key(for: device) else { throw unknownKey }

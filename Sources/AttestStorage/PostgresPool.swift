@@ -55,7 +55,10 @@ final class PostgresPool: Sendable {
     /// and so is a statement whose answer timed out (it may have reached the server and run).
     func withConnection<T>(_ body: (PostgresConnection) throws(StorageError) -> T) throws(StorageError) -> T {
         let deadline = DispatchTime.now() + .milliseconds(settings.checkoutTimeoutMilliseconds)
-        guard available.wait(timeout: deadline) == .success else {
+        waiting.add(1, ordering: .relaxed)
+        let waited = available.wait(timeout: deadline)
+        waiting.subtract(1, ordering: .relaxed)
+        guard waited == .success else {
             throw .busy("no free PostgreSQL connection within \(settings.checkoutTimeoutMilliseconds) ms")
         }
         let slot = idle.withLock { $0.removeLast() }
@@ -83,6 +86,15 @@ final class PostgresPool: Sendable {
             if connection.abandoned { serverFailed(dropIdle: true) }
             throw error
         }
+    }
+
+    /// Requests waiting for a connection right now.
+    private let waiting = Atomic<Int>(0)
+
+    /// The pool's size, the connections lent out and the requests waiting for one, now.
+    var statistics: PoolStatistics {
+        let size = max(1, settings.poolSize)
+        return PoolStatistics(size: size, inUse: size - idle.withLock { $0.count }, waiting: waiting.load(ordering: .relaxed))
     }
 
     /// Drops every idle connection (tests that restart the server use it to start clean).

@@ -310,6 +310,8 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     package func checkIntegrity() throws(StorageError) { try checkAvailable() }
 
+    package var poolStatistics: PoolStatistics? { pool.statistics }
+
     package func databaseTime() throws(StorageError) -> Double? {
         let row = try perform(.read) { session throws(StorageError) in
             try session.row(SQLStatement("SELECT extract(epoch FROM clock_timestamp())::float8"), [])

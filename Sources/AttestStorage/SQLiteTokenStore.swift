@@ -156,6 +156,9 @@ package final class SQLiteTokenStore: SQLTokenStore {
         }
     }
 
+    /// Nil: SQLite has one writer connection and a few readers, no pool.
+    package var poolStatistics: PoolStatistics? { nil }
+
     /// Nil: one node owns a SQLite database, so its clock is the only one.
     package func databaseTime() throws(StorageError) -> Double? { nil }
 

@@ -183,6 +183,8 @@ package protocol StoreMaintenance: Sendable {
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)
+    /// The connection pool's state now; nil for a store without one (SQLite).
+    var poolStatistics: PoolStatistics? { get }
     /// The database server's clock, Unix seconds, when the store is shared by several nodes
     /// (PostgreSQL); nil for a store only this node uses (SQLite), whose clock is the node's.
     func databaseTime() throws(StorageError) -> Double?

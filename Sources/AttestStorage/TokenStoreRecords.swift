@@ -358,6 +358,17 @@ package struct StoreStatistics: Sendable, Equatable {
     }
 }
 
+/// A connection pool's state at one moment (`/metrics`).
+package struct PoolStatistics: Sendable, Equatable {
+    package var size: Int
+    /// Connections lent to requests.
+    package var inUse: Int
+    /// Requests waiting for a connection.
+    package var waiting: Int
+
+    package init(size: Int, inUse: Int, waiting: Int) { (self.size, self.inUse, self.waiting) = (size, inUse, waiting) }
+}
+
 /// What `revokeIntegration` cut off.
 package struct RevocationSummary: Sendable, Equatable {
     /// False when the integration was already revoked (the call changed nothing).
