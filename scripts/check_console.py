@@ -286,6 +286,9 @@ def main():
     root = os.path.join(args.work, "simulator-root.pem")
     args.state = os.path.join(args.work, "simulator")
     os.makedirs(args.artifacts, exist_ok=True)
+    stale = os.path.join(args.artifacts, "failure.png")
+    if os.path.exists(stale):  # a failed earlier run's picture, not this run's
+        os.remove(stale)
     run([attestctl, "simulate", "--write-trust-anchor", root, "--state", args.state], check=True)
     attestd = Attestd(os.path.join(args.bin, "attestd"), os.path.join(args.work, "attestd.log"),
                       ["--db", db, "--trust-anchor", root, "--address-rate", "0"])
