@@ -29,6 +29,8 @@ package final class Application: Sendable {
     /// `Server` starts it once it listens.
     package let receiptRefresher: ReceiptRefresher?
     let logger: Logger
+    /// Settings re-read on SIGHUP (`--config`), if any.
+    let configFile: String?
 
     /// Why attestd refused to start (exit 1 with the message).
     package struct StartupError: Error, CustomStringConvertible {
@@ -45,6 +47,10 @@ package final class Application: Sendable {
         configuration: ServerConfiguration, version: String, logger: Logger, clock systemClock: any WallClock = SystemWallClock()
     ) throws(StartupError) {
         self.logger = logger
+        configFile = configuration.configFile
+        if let file = configuration.configFile {
+            try Self.applyConfigFile(file, to: logger)
+        }
         let testClock = configuration.insecureTestMode ? SettableWallClock(following: systemClock) : nil
         let clock: any WallClock = testClock ?? systemClock
         if configuration.insecureTestMode {
@@ -307,7 +313,7 @@ package final class Application: Sendable {
     /// error is logged. Never logs a secret.
     package func reloadGatewaySecrets() {
         guard let secrets = gatewaySecrets else {
-            logger.log(.warning, "SIGHUP: no --gateway-secret-file to re-read")
+            if configFile == nil { logger.log(.warning, "SIGHUP: neither --gateway-secret-file nor --config to re-read") }
             return
         }
         do {

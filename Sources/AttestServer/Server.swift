@@ -97,8 +97,8 @@ package final class Server: Sendable {
         return closed
     }
 
-    /// See `Application.reloadGatewaySecrets`.
-    package func reloadGatewaySecrets() { application.reloadGatewaySecrets() }
+    /// See `Application.reload`.
+    package func reload() { application.reload() }
     /// See `Application.purge`.
     package func purge() { application.purge() }
 

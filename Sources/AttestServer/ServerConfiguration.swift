@@ -66,6 +66,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var trustedProxies: [String] = []
     /// Log lines below this level are not written.
     package var logLevel = LogLevel.info
+    /// Settings re-read on SIGHUP (`--config`): the log level; what it sets wins over `--log-level`.
+    package var configFile: String?
     /// One in N successful authorize and introspect lines is logged (1: all, 0: none); failures always are.
     package var logSuccessEvery = 1
     /// The 64-hex-digit key that seals integrations' DeviceCheck keys; the receipt refresher runs only with it.
@@ -202,6 +204,10 @@ package struct ServerConfiguration: Sendable, Equatable {
         rate(
             "challenge-rate", environment: "ATTESTD_CHALLENGE_RATE",
             help: "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)", \.challengePerIntegration),
+        Setting(
+            "config", environment: "ATTESTD_CONFIG", value: "FILE",
+            help: "settings that can change while attestd runs (log-level = ...), read at start and on SIGHUP (systemctl reload)"
+        ) { configuration, value, _ in configuration.configFile = value },
         Setting(
             "log-level", environment: "ATTESTD_LOG_LEVEL", value: "debug|info|warning|error",
             help: "the least severe log lines written (default info)"

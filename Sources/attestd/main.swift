@@ -42,14 +42,15 @@ let signals = [SIGTERM, SIGINT].map { number in
     return source
 }
 
-// SIGHUP: re-read the gateway secrets file in this process (no restart, no dropped request).
+// SIGHUP: re-read the gateway secrets file and --config in this process (no restart, no
+// dropped request).
 signal(SIGHUP, SIG_IGN)
 var hangUp = sigset_t()
 sigemptyset(&hangUp)
 sigaddset(&hangUp, SIGHUP)
 pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)
 let reloadSignal = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-reloadSignal.setEventHandler { running.withLock { $0 }?.reloadGatewaySecrets() }
+reloadSignal.setEventHandler { running.withLock { $0 }?.reload() }
 reloadSignal.resume()
 
 let server: Server
