@@ -42,6 +42,9 @@ let package = Package(
         // Migrations/<dialect>/*.sql compiled into AttestStorage at build time (the only copy of the schema).
         .executableTarget(name: "embed-migrations"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
+        // Console/*.html|css|js|svg compiled into AttestHTTP at build time (the console needs no file beside the binary).
+        .executableTarget(name: "embed-console"),
+        .plugin(name: "EmbedConsole", capability: .buildTool(), dependencies: ["embed-console"]),
 
         // The one shape of every module's error type (CodedError), below everything.
         .target(name: "AttestErrors", swiftSettings: strict),
@@ -78,7 +81,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: ["AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestObservability"],
-            swiftSettings: strict),
+            swiftSettings: strict, plugins: ["EmbedConsole"]),
         // The composition root: configuration, and the store, verifier, service, refresher, router and listener wired from it.
         .target(
             name: "AttestServer",

@@ -15,6 +15,10 @@ Checks: not_a_server_error, status_code_conformance, content_type_conformance,
 response_headers_conformance, response_schema_conformance (and, in phase B, unsupported_method
 and allow_header_conformance: other methods get 405 with Allow). The server must never answer 5xx.
 
+The admin API (tag `admin`) is checked on attestd's admin listener: in phase A with an owner and a
+user admin key (every operation, 401, 403 forbidden_role, another workspace's integration 404), and in
+phase B by a second schemathesis run with the owner key, CHECK_OPENAPI_ADMIN_MAX_TIME seconds (default 30).
+
 Usage: check_openapi.py --bin DIR --work DIR --started EPOCH_SECONDS. Knobs (environment):
 CHECK_OPENAPI_MAX_TIME (seconds of fuzzing, default 75), CHECK_OPENAPI_MAX_EXAMPLES (per operation and
 round, default 25), CHECK_OPENAPI_SEED. Prints "check-openapi: PASS (...)" or "check-openapi: FAIL (N
@@ -49,48 +53,41 @@ ST_CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformanc
 # Phase A: replays a recorded device and checks every answer against the spec.
 
 
-def recorded_flow(base, client_id, revoked_id, secret):
-    """Returns (failed answers, the access token of the refresh or "")."""
-    import requests
-    import schemathesis
-    from schemathesis.checks import not_a_server_error
-    from schemathesis.core.failures import FailureGroup
-    from schemathesis.specs.openapi.checks import (
-        content_type_conformance,
-        response_headers_conformance,
-        response_schema_conformance,
-        status_code_conformance,
-    )
+class SpecCheck:
+    """Sends one request and runs the spec's checks for its operation on the answer; counts failures."""
 
-    schema = schemathesis.openapi.from_path(SPEC)
-    with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_attestation.json")) as f:
-        attestation = json.load(f)
-    with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_assertion.json")) as f:
-        assertion = json.load(f)
-    client_data = attestation["client_data_b64"].rstrip("=").replace("+", "-").replace("/", "_")
-    checks = [
-        not_a_server_error,
-        status_code_conformance,
-        content_type_conformance,
-        response_headers_conformance,
-        response_schema_conformance,
-    ]
-    failed = 0
+    def __init__(self, base):
+        import schemathesis
+        from schemathesis.checks import not_a_server_error
+        from schemathesis.specs.openapi.checks import (
+            content_type_conformance,
+            response_headers_conformance,
+            response_schema_conformance,
+            status_code_conformance,
+        )
+        self.schema = schemathesis.openapi.from_path(SPEC)
+        self.base = base
+        self.failed = 0
+        self.checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_headers_conformance,
+                       response_schema_conformance]
 
-    def check(name, path, method, expected, headers=None, json_body=None, data=None):
-        """Sends one request and runs the spec's checks for the operation on the answer."""
-        nonlocal failed
-        case = schema[path][method].Case()
-        response = requests.request(method, base + path, headers=headers, json=json_body, data=data, timeout=5)
+    def __call__(self, name, path, method, expected, headers=None, json_body=None, data=None, operation=None):
+        import requests
+        from schemathesis.core.failures import FailureGroup
+        template = operation or path
+        names = re.findall(r"\{(\w+)\}", template)
+        values = re.match("^" + re.sub(r"\\\{\w+\\\}", "([^/]+)", re.escape(template)) + "$", path).groups() if names else ()
+        case = self.schema[template][method].Case(path_parameters=dict(zip(names, values)))
+        response = requests.request(method, self.base + path, headers=headers, json=json_body, data=data, timeout=5)
         problems = []
         if response.status_code != expected:
             problems.append(f"status {response.status_code}, expected {expected}")
         try:
-            case.validate_response(response, checks=checks)
+            case.validate_response(response, checks=self.checks)
         except FailureGroup as error:  # one group that lists every failed check
             problems.extend(str(failure).strip() for failure in error.exceptions)
         if problems:
-            failed += 1
+            self.failed += 1
             request = response.request
             print(f"FAIL {name}: {method} {path} -> {response.status_code} {response.headers.get('Content-Type')}", flush=True)
             print(f"     request headers: {dict(request.headers)}", flush=True)
@@ -102,6 +99,18 @@ def recorded_flow(base, client_id, revoked_id, secret):
         else:
             print(f"ok   {name}: {method} {path} -> {response.status_code}", flush=True)
         return response
+
+
+def recorded_flow(base, client_id, revoked_id, secret):
+    """Returns (failed answers, the access token of the refresh or "")."""
+    import requests
+
+    check = SpecCheck(base)
+    with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_attestation.json")) as f:
+        attestation = json.load(f)
+    with open(os.path.join(FIXTURES, "veehaitch_ios-14.4_assertion.json")) as f:
+        assertion = json.load(f)
+    client_data = attestation["client_data_b64"].rstrip("=").replace("+", "-").replace("/", "_")
 
     def test_post(path, body):
         response = requests.post(base + path, json=body, timeout=5)
@@ -156,8 +165,60 @@ def recorded_flow(base, client_id, revoked_id, secret):
     check("introspect, JSON body", "/v1/introspect", "POST", 415, json_body={"token": token},
           headers={"Authorization": f"Bearer {secret}"})
 
-    print(f"recorded flow: {failed} failed", flush=True)
-    return failed, token
+    print(f"recorded flow: {check.failed} failed", flush=True)
+    return check.failed, token
+
+
+def admin_flow(base, client_id, foreign_id, owner_key, user_key):
+    """The admin API on the admin listener, each answer checked against the spec (after the recorded
+    flow, so that `client_id` has a device). Returns the failed answers."""
+    check = SpecCheck(base)
+    owner = {"Authorization": f"Bearer {owner_key}"}
+    user = {"Authorization": f"Bearer {user_key}"}
+    integration = "/admin/v1/integrations/{client_id}"
+    check("admin: me", "/admin/v1/me", "GET", 200, headers=owner)
+    check("admin: no key", "/admin/v1/integrations", "GET", 401)
+    check("admin: unknown key", "/admin/v1/integrations", "GET", 401, headers={"Authorization": "Bearer adm_" + "A" * 43})
+    check("admin: list", "/admin/v1/integrations", "GET", 200, headers=owner)
+    created = check("admin: create", "/admin/v1/integrations", "POST", 201, headers=owner,
+                    json_body={"name": "check-openapi admin", "team_id": "ABCDE12345", "bundle_ids": ["com.example.a"],
+                               "environment": "both", "max_live_tokens_per_device": 3})
+    fresh = created.json().get("client_id", "clid_missing") if created.status_code == 201 else "clid_missing"
+    check("admin: create, bad Team ID", "/admin/v1/integrations", "POST", 400, headers=owner,
+          json_body={"name": "x", "team_id": "abc", "bundle_ids": ["com.example.a"]})
+    check("admin: create, duplicate key", "/admin/v1/integrations", "POST", 400, headers={**owner, "Content-Type": "application/json"},
+          data='{"name":"a","name":"b"}')
+    check("admin: create, text/plain", "/admin/v1/integrations", "POST", 415, headers={**owner, "Content-Type": "text/plain"}, data="x")
+    check("admin: create, user role", "/admin/v1/integrations", "POST", 403, headers=user,
+          json_body={"name": "x", "team_id": "ABCDE12345", "bundle_ids": ["com.example.a"]})
+    check("admin: show", f"/admin/v1/integrations/{client_id}", "GET", 200, headers=owner, operation=integration)
+    check("admin: show, another workspace's", f"/admin/v1/integrations/{foreign_id}", "GET", 404, headers=owner, operation=integration)
+    check("admin: devices", f"/admin/v1/integrations/{client_id}/devices", "GET", 200, headers=user,
+          operation=integration + "/devices")
+    check("admin: policy", f"/admin/v1/integrations/{fresh}/policy", "POST", 200, headers=owner,
+          json_body={"max_risk_metric": 10, "max_new_keys_per_hour": None}, operation=integration + "/policy")
+    check("admin: suspend", f"/admin/v1/integrations/{fresh}/suspend", "POST", 200, headers=owner, operation=integration + "/suspend")
+    check("admin: resume", f"/admin/v1/integrations/{fresh}/resume", "POST", 200, headers=owner, operation=integration + "/resume")
+    check("admin: revoke without confirm", f"/admin/v1/integrations/{fresh}/revoke", "POST", 400, headers=owner, json_body={},
+          operation=integration + "/revoke")
+    check("admin: revoke", f"/admin/v1/integrations/{fresh}/revoke", "POST", 200, headers=owner, json_body={"confirm": fresh},
+          operation=integration + "/revoke")
+    check("admin: suspend, revoked", f"/admin/v1/integrations/{fresh}/suspend", "POST", 403, headers=owner,
+          operation=integration + "/suspend")
+    check("admin: block, malformed key ID", "/admin/v1/devices/xyz/block", "POST", 400, headers=owner, operation="/admin/v1/devices/{key_id}/block")
+    check("admin: block, unknown device", "/admin/v1/devices/" + "ab" * 32 + "/block", "POST", 404, headers=owner,
+          operation="/admin/v1/devices/{key_id}/block")
+    check("admin: revoke an unknown token", "/admin/v1/tokens/revoke", "POST", 404, headers=owner, json_body={"token": "atk_nope"})
+    check("admin: audit", "/admin/v1/audit", "GET", 200, headers=user)
+    check("admin: keys, user role", "/admin/v1/keys", "GET", 403, headers=user)
+    check("admin: keys", "/admin/v1/keys", "GET", 200, headers=owner)
+    made = check("admin: create key", "/admin/v1/keys", "POST", 201, headers=owner, json_body={"name": "ci", "role": "developer"})
+    key_id = made.json().get("id", "admk_missing") if made.status_code == 201 else "admk_missing"
+    check("admin: revoke key", f"/admin/v1/keys/{key_id}/revoke", "POST", 200, headers=owner, operation="/admin/v1/keys/{key_id}/revoke")
+    check("admin: revoke unknown key", "/admin/v1/keys/admk_0000000000000000/revoke", "POST", 404, headers=owner,
+          operation="/admin/v1/keys/{key_id}/revoke")
+    print(f"admin flow: {check.failed} failed", flush=True)
+    return check.failed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +226,8 @@ def recorded_flow(base, client_id, revoked_id, secret):
 
 
 def schemathesis_config(client_id, revoked_id, key_id, token):
-    lines = ['[auth.openapi.gatewaySecret]', 'bearer = "${CHECK_OPENAPI_GATEWAY_SECRET}"']
+    lines = ['[auth.openapi.gatewaySecret]', 'bearer = "${CHECK_OPENAPI_GATEWAY_SECRET}"',
+             '[auth.openapi.adminKey]', 'bearer = "${CHECK_OPENAPI_ADMIN_KEY}"']
     if token:
         lines += ['[auth.openapi.accessToken]', 'bearer = "${CHECK_OPENAPI_ACCESS_TOKEN}"']
     lines += ['[dictionaries.client_ids]', f'values = ["{client_id}", "{revoked_id}"]',
@@ -213,6 +275,7 @@ def main():
     attestd, attestctl = os.path.join(a.bin, "attestd"), os.path.join(a.bin, "attestctl")
     venv_bin = os.path.dirname(sys.executable)
     max_time = os.environ.get("CHECK_OPENAPI_MAX_TIME", "75")
+    admin_max_time = os.environ.get("CHECK_OPENAPI_ADMIN_MAX_TIME", "30")
     max_examples = os.environ.get("CHECK_OPENAPI_MAX_EXAMPLES", "25")
     seed = os.environ.get("CHECK_OPENAPI_SEED", "")
     problems = Tally(out=sys.stderr)  # only FAIL lines: the problems
@@ -285,6 +348,13 @@ def main():
             revoked_id = integration("ws_check_revoked", "check-openapi revoked")
             subprocess.run([attestctl, "integration", "revoke", "--db", db, "--yes", revoked_id], stdout=subprocess.DEVNULL,
                            stderr=errors, check=True, timeout=60)
+
+            def admin_key(role):
+                return subprocess.run([attestctl, "admin-key", "create", "--db", db, "--workspace", "ws_check_openapi", "--role", role,
+                                       "--name", "check-openapi " + role], stdout=subprocess.PIPE, stderr=errors, check=True,
+                                      timeout=60, text=True).stdout.strip()
+
+            owner_key, user_key = admin_key("owner"), admin_key("user")
         os.chdir(work)
         token = ""
         try:
@@ -297,6 +367,13 @@ def main():
             failed = 1
         if failed:
             problems.fail("recorded flow: some answers do not match the spec (above)")
+        try:
+            admin_failed = admin_flow("http://127.0.0.1:%d" % server.admin_port, client_id, revoked_id, owner_key, user_key)
+        except Exception:
+            traceback.print_exc()
+            admin_failed = 1
+        if admin_failed:
+            problems.fail("admin flow: some answers do not match the spec (above)")
         stop(log_a)
 
         print("== phase B: schemathesis against production-mode attestd (%ss)" % max_time, file=sys.stderr, flush=True)
@@ -305,22 +382,27 @@ def main():
         config = os.path.join(work, "schemathesis.toml")
         with open(config, "w") as f:
             f.write(schemathesis_config(client_id, revoked_id, key_id, token))
-        command = ["st", "--config-file", config, "run", SPEC, "--url", "http://127.0.0.1:%d" % server.port,
-                   "--checks", ST_CHECKS, "--max-examples", max_examples, "--max-time", max_time, "--max-response-time", "2",
-                   "--request-timeout", "5", "--generation-database", "none", "--no-color", *(["--seed", seed] if seed else [])]
-        print("+ " + " ".join(command), file=sys.stderr, flush=True)
-        env = dict(os.environ, CHECK_OPENAPI_GATEWAY_SECRET=secret, CHECK_OPENAPI_ACCESS_TOKEN=token)
+        env = dict(os.environ, CHECK_OPENAPI_GATEWAY_SECRET=secret, CHECK_OPENAPI_ACCESS_TOKEN=token,
+                   CHECK_OPENAPI_ADMIN_KEY=owner_key)
         st_out = []
-        st = subprocess.Popen([os.path.join(venv_bin, "st"), *command[1:]], cwd=work, env=env, stdout=subprocess.PIPE)
-        with open(os.path.join(work, "schemathesis.out"), "wb") as copy:
-            for line in st.stdout:  # as `tee`: to stdout and to the file
-                sys.stdout.buffer.write(line)
-                sys.stdout.buffer.flush()
-                copy.write(line)
-                st_out.append(line.decode(errors="replace"))
-        status = exit_status(st.wait())
-        if status != 0:
-            problems.fail("schemathesis exited %d (failures above)" % status)
+        # The device address with every operation but the admin ones; then the admin listener with
+        # the admin operations only, as a workspace owner.
+        for label, port, tag, seconds in (("device address", server.port, ["--exclude-tag", "admin"], max_time),
+                                          ("admin listener", server.admin_port, ["--include-tag", "admin"], admin_max_time)):
+            command = ["st", "--config-file", config, "run", SPEC, "--url", "http://127.0.0.1:%d" % port, *tag,
+                       "--checks", ST_CHECKS, "--max-examples", max_examples, "--max-time", seconds, "--max-response-time", "2",
+                       "--request-timeout", "5", "--generation-database", "none", "--no-color", *(["--seed", seed] if seed else [])]
+            print("+ " + " ".join(command), file=sys.stderr, flush=True)
+            st = subprocess.Popen([os.path.join(venv_bin, "st"), *command[1:]], cwd=work, env=env, stdout=subprocess.PIPE)
+            with open(os.path.join(work, "schemathesis.out"), "ab") as copy:
+                for line in st.stdout:  # as `tee`: to stdout and to the file
+                    sys.stdout.buffer.write(line)
+                    sys.stdout.buffer.flush()
+                    copy.write(line)
+                    st_out.append(line.decode(errors="replace"))
+            status = exit_status(st.wait())
+            if status != 0:
+                problems.fail("schemathesis on the %s exited %d (failures above)" % (label, status))
         log_text = server.log_text()
         errors = [line for line in log_text.splitlines() if '"level":"error"' in line]
         if errors:
@@ -334,7 +416,7 @@ def main():
             "%sx%d" % (code, count) for code, count in sorted(statuses.items())), file=sys.stderr)
 
         generated = re.findall(r"([0-9]+) generated", "".join(st_out))
-        cases = generated[-1] if generated else "?"
+        cases = "+".join(generated[-2:]) if generated else "?"
         if not problems.failures:
             print("check-openapi: PASS (spec valid, recorded flow conforms, schemathesis %s: %s cases, no failures) in %d s" % (
                 importlib.metadata.version("schemathesis"), cases, elapsed()))

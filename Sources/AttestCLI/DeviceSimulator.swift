@@ -24,6 +24,8 @@ struct SimulationResult: Sendable {
     let completedDevices: Int
     let elapsed: Duration
     let threads: Int
+    /// Each device's last access token, for `--tokens-file`.
+    var lastTokens: [String] = []
 
     var failed: Bool { outcomes.contains { $0.failure != nil } }
 }
@@ -67,6 +69,7 @@ struct DeviceSimulator: Sendable {
         let elapsed = clock.now - start
         let logs = progress.logs.withLock { $0 }
         return SimulationResult(
-            outcomes: logs.flatMap(\.outcomes), completedDevices: logs.filter(\.completed).count, elapsed: elapsed, threads: threads)
+            outcomes: logs.flatMap(\.outcomes), completedDevices: logs.filter(\.completed).count, elapsed: elapsed, threads: threads,
+            lastTokens: logs.compactMap(\.lastToken))
     }
 }

@@ -9,6 +9,9 @@ import Glibc
 /// root, or (`--write-trust-anchor`) that root written out for `attestd --trust-anchor`.
 enum SimulateCommand {
     static let maximumConcurrency = 64
+    /// Devices at once by default: under attestd's default cap of 32 connections per client
+    /// address, since every simulated device comes from one address.
+    static let defaultConcurrency = 16
 
     static let url = OptionSpec(
         "url", value: "URL", help: "(required for a run) attestd to load: http://IP:PORT, IPv4 or [IPv6] literal, plain HTTP")
@@ -20,7 +23,10 @@ enum SimulateCommand {
     static let refreshes = OptionSpec(
         "refreshes", value: "K", help: "token refreshes per device after the attestation (0 to 10000; default 1)")
     static let concurrency = OptionSpec(
-        "concurrency", value: "C", help: "devices running at once, one thread each (1 to 64; default min(N, 64))")
+        "concurrency", value: "C",
+        help:
+            "devices running at once, one thread each (1 to 64; default min(N, 16), under attestd's default cap of 32 connections per address)"
+    )
     static let environment = OptionSpec(
         "environment", value: "production|development", help: "App Attest environment (aaguid) of the devices (default production)")
     static let state = OptionSpec(
@@ -34,11 +40,14 @@ enum SimulateCommand {
         summary:
             "Run synthetic devices against a running attestd that trusts the simulator's root (--write-trust-anchor); "
             + "print counts, throughput and latency per step, exit 1 if any failed.",
-        options: [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, state, writeTrustAnchor],
+        options: [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, tokensFile, state, writeTrustAnchor],
         run: run)
 
     /// The options of a run, which --write-trust-anchor does not take.
-    static let runOptions = [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment]
+    static let runOptions = [url, clientID, teamID, bundleID, devices, refreshes, concurrency, environment, tokensFile]
+    /// Where to write each device's last access token, one a line (checks that revoke and retry them).
+    static let tokensFile = OptionSpec(
+        "tokens-file", value: "FILE", help: "write each device's last access token to FILE, one a line (tests: revoke, then retry)")
     /// The options a run cannot do without.
     static let requiredForRun = [url, clientID, teamID, bundleID, devices]
 
@@ -66,6 +75,14 @@ enum SimulateCommand {
                 + "against \(plan.url) as \(plan.clientID) (\(plan.appID))\n")
         let result = DeviceSimulator(plan: plan, pki: pki, now: io.now).run()
         io.standardOutput(SimulationReport(plan: plan, result: result).text)
+        if let file = options.value(tokensFile) {
+            do {
+                try Data(result.lastTokens.map { $0 + "\n" }.joined().utf8).write(to: URL(fileURLWithPath: file))
+            } catch {
+                io.standardError("attestctl simulate: cannot write the tokens to \(file): \(error)\n")
+                return ExitCode.failure
+            }
+        }
         return result.failed ? ExitCode.failure : ExitCode.success
     }
 
@@ -111,7 +128,7 @@ enum SimulateCommand {
             ?? .production
         let devices = try Self.devices.integer(given(Self.devices), in: 1...1_000_000)
         let refreshes = try options.integer(Self.refreshes, in: 0...10_000) ?? 1
-        let concurrency = try options.integer(Self.concurrency, in: 1...maximumConcurrency) ?? maximumConcurrency
+        let concurrency = try options.integer(Self.concurrency, in: 1...maximumConcurrency) ?? defaultConcurrency
         return SimulationPlan(
             host: host, port: port, clientID: clientID, appID: appID, environment: environment, devices: devices, refreshes: refreshes,
             concurrency: min(devices, concurrency))
@@ -194,7 +211,10 @@ struct SimulationReport {
     private func hints(_ failures: Set<StepFailure>) -> [String] {
         var hints: [String] = []
         if failures.contains(where: { $0.code == "transport" }) {
-            hints.append("hint: is attestd listening on \(plan.url)?")
+            hints.append(
+                "hint: is attestd listening on \(plan.url)? If some devices succeeded, attestd closed connections past its cap per "
+                    + "client address (--connections-per-address, default 32): every simulated device comes from one address, so run "
+                    + "fewer at once (--concurrency, now \(plan.concurrency)) or start attestd with --connections-per-address 0")
         }
         if failures.contains(where: { $0.reason.hasPrefix("chain_invalid") }) {
             hints.append(

@@ -43,6 +43,8 @@ package struct VerifiedAttestation: Sendable {
     package let leafNotAfter: Int64?
     /// Whether the intermediate was trusted from the verified-intermediate cache.
     package let usedCachedIntermediate: Bool
+    /// SHA-256 of the root the chain ended at (one of the verifier's anchors).
+    package let anchorFingerprint: [UInt8]
 }
 
 /// Verifies App Attest attestation objects: Apple's nine checks, plus `fmt`, the x5c shape, the
@@ -51,18 +53,34 @@ package struct VerifiedAttestation: Sendable {
 /// Check order follows Apple's steps; each check is a named function in `AttestationChecks`
 /// and throws `AttestError` with its own code (docs/VERIFICATION.md maps them).
 package final class AttestationVerifier: Sendable {
-    /// The anchor in use.
-    package let anchor: TrustAnchor
-    /// The OpenSSL path validator, pinned to `anchor` alone.
-    package let chains: ChainVerifier
+    /// The primary anchor: Apple's App Attestation root in production.
+    package var anchor: TrustAnchor { anchors[0] }
+    /// Every anchor a chain may end at: the primary first, then roots added beside it (Apple's
+    /// next root, announced ahead of a rotation).
+    package let anchors: [TrustAnchor]
+    /// The OpenSSL path validator pinned to the primary anchor alone.
+    package var chains: ChainVerifier { validators[0] }
+    /// One path validator per anchor, each pinned to that anchor alone, in `anchors`' order.
+    private let validators: [ChainVerifier]
 
-    package init(anchor: TrustAnchor) throws(AttestError) {
-        self.anchor = anchor
-        do {
-            chains = try ChainVerifier(root: anchor.certificate)
-        } catch {
-            throw AttestError(.trustAnchor, "cannot build the trust store: \(error.reason)")
+    /// A verifier trusting `anchor` alone.
+    package convenience init(anchor: TrustAnchor) throws(AttestError) {
+        try self.init(anchors: [anchor])
+    }
+
+    /// A verifier trusting each of `anchors` (the first is the primary; at least one).
+    package init(anchors: [TrustAnchor]) throws(AttestError) {
+        guard !anchors.isEmpty else { throw AttestError(.trustAnchor, "no trust anchor") }
+        self.anchors = anchors
+        var validators: [ChainVerifier] = []
+        for anchor in anchors {
+            do {
+                validators.append(try ChainVerifier(root: anchor.certificate))
+            } catch {
+                throw AttestError(.trustAnchor, "cannot build the trust store: \(error.reason)")
+            }
         }
+        self.validators = validators
     }
 
     /// Runs every check in order; the first failure is thrown.
@@ -72,8 +90,7 @@ package final class AttestationVerifier: Sendable {
         }
         let object = try AttestationObject(cbor: input.object)
         try AttestationChecks.format(object)
-        let leaf = try AttestationChecks.credentialCertificate(object, knownIntermediate: chains.verifiedIntermediate(matching:))
-        let usedCache = try AttestationChecks.chain(leaf, chains: chains, at: input.time)
+        let (leaf, usedCache, anchor) = try chained(object, at: input.time)
         try AttestationChecks.nonce(object, leaf: leaf, clientDataHash: input.clientDataHash)
         try AttestationChecks.keyID(leaf, keyID: input.keyID)
         let appID = try AttestationChecks.relyingParty(object.authenticatorData, appIDs: input.appIDs)
@@ -84,7 +101,24 @@ package final class AttestationVerifier: Sendable {
         return VerifiedAttestation(
             keyID: input.keyID, publicKey: leaf.point, environment: environment, appID: appID,
             receipt: object.receipt, credentialCertificate: leaf.certificate.derBytes, extensions: object.authenticatorData.extensions,
-            leafNotAfter: leaf.certificate.notAfter, usedCachedIntermediate: usedCache)
+            leafNotAfter: leaf.certificate.notAfter, usedCachedIntermediate: usedCache,
+            anchorFingerprint: anchor.certificate.sha256Fingerprint)
+    }
+
+    /// Step 1: the credential certificate and the anchor its chain ends at. Each anchor is tried
+    /// with its own validator (an added root never widens what the primary accepts); when none
+    /// accepts, the primary's refusal is the answer.
+    private func chained(_ object: AttestationObject, at time: Int64) throws(AttestError) -> (CredentialCertificate, Bool, TrustAnchor) {
+        var primaryRefusal: AttestError?
+        for (anchor, chains) in zip(anchors, validators) {
+            do {
+                let leaf = try AttestationChecks.credentialCertificate(object, knownIntermediate: chains.verifiedIntermediate(matching:))
+                return (leaf, try AttestationChecks.chain(leaf, chains: chains, at: time), anchor)
+            } catch {
+                primaryRefusal = primaryRefusal ?? error
+            }
+        }
+        throw primaryRefusal ?? AttestError(.trustAnchor, "no trust anchor")
     }
 }
 

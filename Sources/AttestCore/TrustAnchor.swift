@@ -7,6 +7,12 @@ package struct TrustAnchor: Sendable {
     /// True for one of Apple's pinned roots; false for a test or demo anchor.
     package let isAppleRoot: Bool
 
+    /// The root's SHA-256 fingerprint in lowercase hex: how devices, `/healthz` and `/metrics`
+    /// name it.
+    package var sha256Hex: String { Hex.encode(certificate.sha256Fingerprint) }
+    /// When the root expires (Unix seconds); 0 if the certificate has no readable notAfter.
+    package var notAfter: Int64 { certificate.notAfter ?? 0 }
+
     /// SHA-256 fingerprint of the Apple App Attestation Root CA
     /// (`1C:B9:82:3B:...:42:C9:32`, P-384, valid 2020-03-18 to 2045-03-15).
     package static let appleRootFingerprint: [UInt8] = [

@@ -13,6 +13,10 @@ package enum AttestAPI {
         package var gatewaySecrets: GatewaySecrets?
         /// False when a test or demo trust anchor replaces Apple's root (reported by /healthz).
         package var trustsAppleRoot: Bool
+        /// SHA-256 (hex) of each trust anchor, the primary first (reported by /healthz).
+        package var trustAnchorFingerprints: [String] = []
+        /// False when `--apple-receipt-url` replaces Apple's receipt hosts (reported by /healthz).
+        package var exchangesReceiptsWithApple = true
         package var version: String
         /// The storage kind reported by /healthz and /readyz (`sqlite` or `postgresql`).
         package var storage: String
@@ -24,10 +28,14 @@ package enum AttestAPI {
         package var limitsPerAddress: Bool
         /// One in N successful authorize and introspect lines is logged (1: all, 0: none).
         package var logSuccessEvery = 1
+        /// How long authorize and introspect wait for their lookup (which holds no worker) before
+        /// they answer 503 `storage_unavailable` with `Retry-After`.
+        package var lookupDeadline = Duration.seconds(5)
 
         package init(
             gatewaySecrets: GatewaySecrets?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
-            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true, logSuccessEvery: Int = 1
+            testClock: SettableWallClock? = nil, trustedProxies: [String] = [], limitsPerAddress: Bool = true, logSuccessEvery: Int = 1,
+            exchangesReceiptsWithApple: Bool = true
         ) {
             self.gatewaySecrets = gatewaySecrets
             self.trustsAppleRoot = trustsAppleRoot
@@ -37,10 +45,25 @@ package enum AttestAPI {
             self.trustedProxies = trustedProxies
             self.limitsPerAddress = limitsPerAddress
             self.logSuccessEvery = logSuccessEvery
+            self.exchangesReceiptsWithApple = exchangesReceiptsWithApple
         }
     }
 
-    /// The router of the whole API.
+    /// The router of the admin listener: the admin API (`/admin/v1/`) and the console
+    /// (`/console/`), never served on the device-facing listener.
+    package static func adminRouter(admin: WorkspaceAdmin, settings: Settings, logger: Logger, metrics: Metrics) -> Router {
+        let builder = RouterBuilder()
+        AdminRoutes(admin: admin).register(in: builder.root)
+        ConsoleRoutes(admin: admin).register(in: builder.root)
+        return builder.router(middleware: [
+            RequestIDs(),
+            ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: false, logger: logger),
+            ObservedRequests(metrics: metrics, logger: logger, logSuccessEvery: 1, sampledRoutes: []),
+            AdminHeaders(),
+        ])
+    }
+
+    /// The router of the device-facing API.
     package static func router(
         service: TokenService, settings: Settings, logger: Logger, metrics: Metrics,
         gauges: @escaping @Sendable () -> [(name: String, help: String, value: Int)] = { [] },
@@ -51,11 +74,13 @@ package enum AttestAPI {
         GatewayRoutes(service: service, secrets: settings.gatewaySecrets).register(in: builder.root)
         OperatorRoutes(service: service, settings: settings, logger: logger, metrics: metrics, gauges: gauges, moreMetrics: moreMetrics)
             .register(in: builder.root)
-        return builder.router(middleware: [
-            RequestIDs(),
-            ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: settings.limitsPerAddress, logger: logger),
-            ObservedRequests(
-                metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),
-        ])
+        return builder.router(
+            middleware: [
+                RequestIDs(),
+                ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: settings.limitsPerAddress, logger: logger),
+                ObservedRequests(
+                    metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),
+            ],
+            answerDeadline: settings.lookupDeadline)
     }
 }

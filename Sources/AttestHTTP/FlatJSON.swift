@@ -10,12 +10,36 @@ enum FlatJSON {
         case duplicateKey
     }
 
-    /// The object's members.
+    /// A member's value in the admin API's bodies: a string, an array of strings, a whole
+    /// number, a boolean or null. Nothing nests deeper.
+    enum Value: Equatable {
+        case string(String)
+        case strings([String])
+        case integer(Int)
+        case bool(Bool)
+        case null
+    }
+
+    /// The object's members, every value a string.
     static func parse(_ bytes: [UInt8]) throws(Failure) -> [String: String] {
+        var strings: [String: String] = [:]
+        for (key, value) in try values(bytes, stringsOnly: true) {
+            guard case .string(let text) = value else { throw .invalid("every value must be a string") }
+            strings[key] = text
+        }
+        return strings
+    }
+
+    /// The object's members, each a `Value` (the admin API's bodies).
+    static func values(_ bytes: [UInt8]) throws(Failure) -> [String: Value] {
+        try values(bytes, stringsOnly: false)
+    }
+
+    private static func values(_ bytes: [UInt8], stringsOnly: Bool) throws(Failure) -> [String: Value] {
         var reader = Reader(bytes: bytes)
         reader.skipWhitespace()
         try reader.expect(UInt8(ascii: "{"))
-        var members: [String: String] = [:]
+        var members: [String: Value] = [:]
         reader.skipWhitespace()
         if reader.peek() == UInt8(ascii: "}") {
             reader.index += 1
@@ -26,8 +50,8 @@ enum FlatJSON {
                 reader.skipWhitespace()
                 try reader.expect(UInt8(ascii: ":"))
                 reader.skipWhitespace()
-                guard reader.peek() == UInt8(ascii: "\"") else { throw .invalid("every value must be a string") }
-                let value = try reader.string()
+                guard !stringsOnly || reader.peek() == UInt8(ascii: "\"") else { throw .invalid("every value must be a string") }
+                let value = try reader.value()
                 guard members.updateValue(value, forKey: key) == nil else { throw .duplicateKey }
                 reader.skipWhitespace()
                 if reader.peek() == UInt8(ascii: ",") {
@@ -51,6 +75,57 @@ enum FlatJSON {
 
         mutating func skipWhitespace() {
             while let byte = peek(), byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { index += 1 }
+        }
+
+        /// A string, an array of strings, a whole number (at most 15 digits), true, false or null.
+        mutating func value() throws(Failure) -> Value {
+            switch peek() {
+            case UInt8(ascii: "\""):
+                return .string(try string())
+            case UInt8(ascii: "["):
+                index += 1
+                var items: [String] = []
+                skipWhitespace()
+                if peek() == UInt8(ascii: "]") {
+                    index += 1
+                    return .strings(items)
+                }
+                while true {
+                    skipWhitespace()
+                    guard peek() == UInt8(ascii: "\"") else { throw .invalid("an array holds strings only") }
+                    items.append(try string())
+                    skipWhitespace()
+                    if peek() == UInt8(ascii: ",") {
+                        index += 1
+                        continue
+                    }
+                    try expect(UInt8(ascii: "]"))
+                    return .strings(items)
+                }
+            case UInt8(ascii: "t"): return try literal("true", .bool(true))
+            case UInt8(ascii: "f"): return try literal("false", .bool(false))
+            case UInt8(ascii: "n"): return try literal("null", .null)
+            default:
+                let negative = peek() == UInt8(ascii: "-")
+                if negative { index += 1 }
+                var digits: [UInt8] = []
+                while let byte = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+                    digits.append(byte)
+                    index += 1
+                }
+                guard (1...15).contains(digits.count), digits.count == 1 || digits[0] != UInt8(ascii: "0"),
+                    let number = Int(String(decoding: digits, as: UTF8.self))
+                else { throw .invalid("a number must be a whole number of at most 15 digits") }
+                guard let next = peek(), next != UInt8(ascii: "."), next != UInt8(ascii: "e"), next != UInt8(ascii: "E") else {
+                    throw .invalid("a number must be a whole number")
+                }
+                return .integer(negative ? -number : number)
+            }
+        }
+
+        mutating func literal(_ word: String, _ value: Value) throws(Failure) -> Value {
+            for byte in word.utf8 { try expect(byte) }
+            return value
         }
 
         mutating func expect(_ byte: UInt8) throws(Failure) {

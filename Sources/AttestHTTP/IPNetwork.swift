@@ -61,6 +61,12 @@ package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
 struct ClientAddress: Sendable {
     let trustedProxies: [IPNetwork]
 
+    /// Whether the client reached the proxy over TLS: only a trusted proxy's
+    /// `X-Forwarded-Proto: https` says so (attestd itself speaks plain HTTP).
+    func viaTLS(peer: String, forwardedProto: [String]) -> Bool {
+        trustedProxies.contains(where: { $0.contains(peer) }) && forwardedProto.count == 1 && forwardedProto[0].lowercased() == "https"
+    }
+
     func of(peer: String, forwardedFor: [String]) -> String {
         guard trustedProxies.contains(where: { $0.contains(peer) }), !forwardedFor.isEmpty else { return peer }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }

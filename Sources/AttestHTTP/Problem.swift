@@ -17,11 +17,14 @@ struct Problem: Error, Sendable {
         case unsupportedMediaType
         case unauthorized
         case invalidToken
+        /// A console change without the session's CSRF token.
+        case forbidden
 
         /// The stable wire spelling.
         var identifier: String {
             switch self {
             case .service(let code): code.rawValue
+            case .forbidden: "forbidden"
             case .notFound: "not_found"
             case .methodNotAllowed: "method_not_allowed"
             case .unsupportedMediaType: "unsupported_media_type"
@@ -38,7 +41,9 @@ struct Problem: Error, Sendable {
                 case .malformedRequest, .invalidIntegration: 400
                 case .invalidChallenge, .attestationRejected, .assertionRejected: 401
                 case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded, .receiptRequired: 403
-                case .integrationNotFound: 404
+                case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound: 404
+                case .adminUnauthenticated: 401
+                case .forbiddenRole: 403
                 case .keyAlreadyRegistered: 409
                 case .rateLimited: 429
                 case .internalError: 500
@@ -48,6 +53,7 @@ struct Problem: Error, Sendable {
             case .methodNotAllowed: 405
             case .unsupportedMediaType: 415
             case .unauthorized, .invalidToken: 401
+            case .forbidden: 403
             }
         }
     }
@@ -61,11 +67,13 @@ struct Problem: Error, Sendable {
         case gatewaySecret
         case missingToken
         case invalidToken
+        case csrf
 
         /// The stable wire spelling.
         var identifier: String {
             switch self {
             case .service(let subcode): subcode.identifier
+            case .csrf: "csrf"
             case .notFound: "not_found"
             case .methodNotAllowed: "method_not_allowed"
             case .contentType: "content_type"

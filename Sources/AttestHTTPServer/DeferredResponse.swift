@@ -8,7 +8,8 @@ import Synchronization
 /// builds the response with the given closure and sends it. An answer given before the worker
 /// could park the connection is sent at once. Only the first `complete` counts: `HTTPServer.stop`
 /// answers a connection still parked when it gives up waiting with 503, and a later answer from
-/// the responder is then dropped.
+/// the responder is then dropped. Once the server is stopping nothing parks any more: an answer
+/// that has not come when the worker would park is 503 at once (`ParkedConnections.close`).
 package final class DeferredResponse: Sendable {
     /// Builds the response on the connection's worker thread.
     package typealias Finish = @Sendable () -> HTTPResponse
@@ -58,8 +59,14 @@ package final class DeferredResponse: Sendable {
     func parkUnlessAnswered() -> Finish? {
         state.withLock { state -> Finish? in
             guard state.phase == .open else { return state.finish }
+            // Why: libmicrohttpd aborts the process when it is stopped with a connection
+            // suspended, so once `stop` has begun a request that would park is answered now.
+            guard parkedConnections.insert(self) else {
+                state.phase = .answered
+                state.finish = { ParkedConnections.stopping }
+                return state.finish
+            }
             state.phase = .parked
-            parkedConnections.insert(self)
             MHD_suspend_connection(connection)
             return nil
         }
@@ -70,17 +77,38 @@ package final class DeferredResponse: Sendable {
 }
 
 /// The connections parked for a deferred answer, so that `HTTPServer.stop` can answer the ones
-/// still waiting: libmicrohttpd aborts the process when it is stopped with one suspended.
+/// still waiting: libmicrohttpd aborts the process when it is stopped with one suspended. Once
+/// closed (the server is stopping) it takes no more, so the set only shrinks until it is empty.
 final class ParkedConnections: Sendable {
-    private let parked = Mutex<[ObjectIdentifier: DeferredResponse]>([:])
+    private struct State {
+        var parked: [ObjectIdentifier: DeferredResponse] = [:]
+        var closed = false
+    }
 
-    func insert(_ response: DeferredResponse) { parked.withLock { $0[ObjectIdentifier(response)] = response } }
-    func remove(_ response: DeferredResponse) { _ = parked.withLock { $0.removeValue(forKey: ObjectIdentifier(response)) } }
+    private let state = Mutex(State())
 
-    var count: Int { parked.withLock { $0.count } }
+    /// The answer to a request that finds the server stopping, or is still waiting when it stops:
+    /// it may be retried elsewhere.
+    static let stopping = HTTPResponse(status: 503, headers: [HTTPHeader(name: "Retry-After", value: "1")], body: [])
 
-    /// Answers every connection still parked with `response` (they are resumed, then sent it).
-    func answerAll(_ response: HTTPResponse) {
-        for waiting in parked.withLock({ Array($0.values) }) { waiting.complete { response } }
+    /// Registers a parked connection; false, registering nothing, once closed.
+    func insert(_ response: DeferredResponse) -> Bool {
+        state.withLock { state in
+            guard !state.closed else { return false }
+            state.parked[ObjectIdentifier(response)] = response
+            return true
+        }
+    }
+
+    func remove(_ response: DeferredResponse) { _ = state.withLock { $0.parked.removeValue(forKey: ObjectIdentifier(response)) } }
+
+    var count: Int { state.withLock { $0.parked.count } }
+
+    /// Takes no more connections from now on (the server is stopping).
+    func close() { state.withLock { $0.closed = true } }
+
+    /// Answers every connection still parked with `stopping` (they are resumed, then sent it).
+    func answerAll() {
+        for waiting in state.withLock({ Array($0.parked.values) }) { waiting.complete { Self.stopping } }
     }
 }

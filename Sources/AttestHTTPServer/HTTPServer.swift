@@ -90,7 +90,10 @@ package final class HTTPServer: Sendable {
     var activeRequestCount: Int { context.activeRequests.load(ordering: .sequentiallyConsistent) }
 
     /// Stops accepting connections, lets in-flight requests finish (for at most the connection timeout,
-    /// or 10 s when it is 0), then stops the worker threads and closes every connection.
+    /// or 10 s when it is 0), then stops the worker threads and closes every connection. From the
+    /// start of the stop, a request whose answer is deferred and has not come when its worker would
+    /// park it gets 503 with `Retry-After` at once; the ones parked before are answered 503 when
+    /// the wait ends; libmicrohttpd is stopped only with none parked.
     ///
     /// Idempotent and thread-safe: a second caller waits for the first to finish, then returns.
     package func stop() {
@@ -98,6 +101,9 @@ package final class HTTPServer: Sendable {
             guard let handle = daemon else { return }
             daemon = nil
             context.isStopping.store(true, ordering: .sequentiallyConsistent)
+            // From here on a request that would wait for a deferred answer gets 503 at once, so the
+            // parked connections can only become fewer (libmicrohttpd aborts when stopped with one).
+            context.parked.close()
             let listenSocket = MHD_quiesce_daemon(handle)
             if listenSocket != MHD_INVALID_SOCKET {
                 // MHD says not to close the socket until MHD_stop_daemon (a worker may still hold the
@@ -111,9 +117,8 @@ package final class HTTPServer: Sendable {
             }
             // libmicrohttpd aborts the process when stopped with a connection suspended: answer the
             // ones whose deferred answer has not come (503, the request may be retried elsewhere),
-            // and give their workers a moment to send it.
-            context.parked.answerAll(
-                HTTPResponse(status: 503, headers: [HTTPHeader(name: "Retry-After", value: "1")], body: []))
+            // and give their workers a moment to send it. None can park after this (closed above).
+            context.parked.answerAll()
             let resumed = ContinuousClock.now + .seconds(1)
             while context.activeRequests.load(ordering: .sequentiallyConsistent) > 0 && ContinuousClock.now < resumed {
                 usleep(2_000)

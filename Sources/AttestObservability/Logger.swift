@@ -63,19 +63,33 @@ package enum LogLevel: String, Sendable, Comparable, CaseIterable {
     package static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rank < rhs.rank }
 }
 
+/// The level below which lines are dropped, shared by every copy of a logger so that it can be
+/// changed while the process runs (attestd's SIGHUP re-reads it from `--config`).
+package final class LogThreshold: Sendable {
+    private let rank: Atomic<Int>
+
+    package init(_ level: LogLevel) { rank = Atomic(LogLevel.allCases.firstIndex(of: level) ?? 1) }
+
+    package var level: LogLevel { LogLevel.allCases[rank.load(ordering: .relaxed)] }
+
+    package func set(_ level: LogLevel) { rank.store(LogLevel.allCases.firstIndex(of: level) ?? 1, ordering: .relaxed) }
+}
+
 /// One JSON object per line with dotted keys (`request.id`, `client.id`). Callers pass only
 /// values that are safe to log: never a token, challenge, key or attestation bytes.
 package struct Logger: Sendable {
     let sink: any LogSink
+    /// Lines below this level are dropped; shared by the logger's copies.
+    package let threshold: LogThreshold
     /// Lines below this level are dropped.
-    package let minimumLevel: LogLevel
+    package var minimumLevel: LogLevel { threshold.level }
     /// Fields added to every line (e.g. the tool and the acting user), pre-rendered.
     private let fixedFields: String
 
     /// A logger writing to `sink` lines at `minimumLevel` or above, each with `fields` appended.
     package init(sink: any LogSink, minimumLevel: LogLevel = .info, fields: [String: String] = [:]) {
         self.sink = sink
-        self.minimumLevel = minimumLevel
+        threshold = LogThreshold(minimumLevel)
         var rendered = ""
         for key in fields.keys.sorted() {
             rendered += ","

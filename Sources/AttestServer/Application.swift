@@ -16,6 +16,10 @@ package final class Application: Sendable {
     package let store: any TokenStore
     package let service: TokenService
     package let router: Router
+    /// The admin API and the console, served by the admin listener only.
+    package let adminRouter: Router
+    /// The workspace admins' use cases behind `adminRouter`.
+    package let workspaceAdmin: WorkspaceAdmin
     package let metrics: Metrics
     /// The gateway credentials, re-read on SIGHUP (nil without `--gateway-secret-file`).
     package let gatewaySecrets: GatewaySecrets?
@@ -25,10 +29,16 @@ package final class Application: Sendable {
     /// `Server` starts it once it listens.
     package let receiptRefresher: ReceiptRefresher?
     let logger: Logger
+    /// Settings re-read on SIGHUP (`--config`), if any.
+    let configFile: String?
 
     /// Why attestd refused to start (exit 1 with the message).
     package struct StartupError: Error, CustomStringConvertible {
         package let description: String
+        /// Whether trying again later may succeed (the port is still held by a process that is
+        /// stopping): attestd then exits 75 (EX_TEMPFAIL), which systemd restarts; a configuration
+        /// error exits 1, which the unit does not restart.
+        package var isTransient = false
     }
 
     /// Opens everything but the listener. Refuses to start on a corrupt or newer database, or an
@@ -37,6 +47,10 @@ package final class Application: Sendable {
         configuration: ServerConfiguration, version: String, logger: Logger, clock systemClock: any WallClock = SystemWallClock()
     ) throws(StartupError) {
         self.logger = logger
+        configFile = configuration.configFile
+        if let file = configuration.configFile {
+            try Self.applyConfigFile(file, to: logger)
+        }
         let testClock = configuration.insecureTestMode ? SettableWallClock(following: systemClock) : nil
         let clock: any WallClock = testClock ?? systemClock
         if configuration.insecureTestMode {
@@ -44,20 +58,44 @@ package final class Application: Sendable {
                 .warning,
                 "INSECURE TEST MODE: the clock can be set and challenges chosen by any local caller; never run this in production")
         }
+        if configuration.databasePasswordOnCommandLine {
+            logger.log(
+                .warning,
+                "the --db URI on the command line holds a password, which every local user can read (ps, /proc): keep it out of "
+                    + "the URI, in a password file (the attestd user's ~/.pgpass, PGPASSFILE, or passfile= in the URI)",
+                ["db": .string(configuration.database.redacted)])
+        }
         do {
             // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
+            // A PostgreSQL server that does not answer at start is retried in the background: the
+            // node runs and answers 503 (readiness too) until it does, rather than exit and leave
+            // systemd to give up on it.
             store = try TokenStores.open(
                 configuration.database, connections: configuration.workerThreads,
-                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), migrateAt: clock.now()
-            ) { migration, took in
-                // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
-                logger.log(
-                    .info, "migration applied",
-                    [
-                        "migration.id": .int(migration.id), "migration.name": .string(migration.name),
-                        "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
-                    ])
-            }
+                busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), now: { clock.now() },
+                report: { migration, took in
+                    // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
+                    logger.log(
+                        .info, "migration applied",
+                        [
+                            "migration.id": .int(migration.id), "migration.name": .string(migration.name),
+                            "duration_ms": .double(Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15),
+                        ])
+                },
+                events: { event in
+                    switch event {
+                    case .waiting(let error):
+                        logger.log(
+                            .error, "the database does not answer: serving 503 and retrying every 2 s",
+                            ["db": .string(configuration.database.redacted), "error": .string(error.reason)])
+                    case .ready:
+                        logger.log(.info, "the database answers: migrated, serving", ["db": .string(configuration.database.redacted)])
+                    case .refused(let error):
+                        logger.log(
+                            .error, "the database answered but cannot be used: serving 503 until attestd is fixed and restarted",
+                            ["db": .string(configuration.database.redacted), "error": .string(error.reason)])
+                    }
+                })
         } catch {
             throw StartupError(
                 description:
@@ -91,13 +129,17 @@ package final class Application: Sendable {
             } catch {
                 throw StartupError(description: error.description)
             }
-            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
-                logger.log(
-                    .warning, "the gateway secret file can be read by other users: chmod 600 it (and chown it to attestd's user)",
-                    ["file": .string(file), "mode": .string(String(mode, radix: 8))])
+            if let warning = Self.secretFileWarning(file) {
+                logger.log(.warning, warning.message, ["file": .string(file), "mode": .string(warning.mode)])
             }
         } else {
             logger.log(.warning, "no --gateway-secret-file: /v1/introspect answers 401 to everyone")
+        }
+        if let url = configuration.appleReceiptURL {
+            logger.log(
+                .warning,
+                "APPLE RECEIPT URL REPLACED: receipts and their DeviceCheck JWTs go to a non-Apple server; for tests only",
+                ["apple.url": .string(url)])
         }
         var policy = ServicePolicy()
         policy.attestPerIntegration = configuration.attestPerIntegration
@@ -106,7 +148,12 @@ package final class Application: Sendable {
         policy.allowsSeededChallenges = configuration.insecureTestMode
         let verifier: AttestationVerifier
         do {
-            verifier = try AttestationVerifier(anchor: anchor)
+            let additional = try configuration.additionalRootFile.map { file throws(StartupError) in
+                try Self.additionalRoot(file, primary: anchor, logger: logger)
+            }
+            verifier = try AttestationVerifier(anchors: [anchor] + (additional.map { [$0] } ?? []))
+        } catch let error as StartupError {
+            throw error
         } catch {
             throw StartupError(description: "cannot build the verifier: \(error)")
         }
@@ -116,6 +163,7 @@ package final class Application: Sendable {
         } catch {
             throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
         }
+        let openedStore = store
         metrics = Metrics(version: version)
         let cache = StatisticsCache()
         statistics = cache
@@ -124,22 +172,38 @@ package final class Application: Sendable {
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
+        let anchorMetrics = Self.anchorMetrics(verifier.anchors).text
+        var settings = AttestAPI.Settings(
+            gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
+            storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
+            limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
+            exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
+        settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
+        let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
+        self.workspaceAdmin = workspaceAdmin
+        adminRouter = AttestAPI.adminRouter(admin: workspaceAdmin, settings: settings, logger: logger, metrics: metrics)
         router = AttestAPI.router(
-            service: service,
-            settings: AttestAPI.Settings(
-                gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
-                storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
-                limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery),
+            service: service, settings: settings,
             logger: logger, metrics: metrics,
             gauges: {
                 // From the cache the purge timer refreshes: a scrape never counts rows, so it costs
                 // the same at 200,000 devices as at one.
                 let statistics = cache.current
+                // Read now, not at the purge tick: resources and the pool change by the second.
+                let process = ProcessStatistics.current()
+                let pool = openedStore.poolStatistics
                 return [
                     ("attestd_active_integrations", "Integrations not revoked.", statistics.activeIntegrations),
                     ("attestd_active_devices", "Device keys not blocked.", statistics.activeDevices),
                     ("attestd_revoked_integrations", "Integrations revoked (permanently).", statistics.revokedIntegrations),
                     ("attestd_suspended_integrations", "Integrations suspended (not revoked).", statistics.suspendedIntegrations),
+                    ("process_resident_memory_bytes", "Resident memory of attestd.", process?.residentBytes ?? 0),
+                    ("process_open_fds", "Open file descriptors of attestd.", process?.openDescriptors ?? 0),
+                    ("process_max_fds", "The descriptor limit of attestd (LimitNOFILE).", process?.maximumDescriptors ?? 0),
+                    ("process_threads", "Threads of attestd.", process?.threads ?? 0),
+                    ("attestd_db_pool_size", "PostgreSQL connections the pool keeps at most (0 on SQLite).", pool?.size ?? 0),
+                    ("attestd_db_pool_in_use", "PostgreSQL connections lent to requests now (0 on SQLite).", pool?.inUse ?? 0),
+                    ("attestd_db_pool_waiting", "Requests waiting for a PostgreSQL connection now (0 on SQLite).", pool?.waiting ?? 0),
                     (
                         "attestd_clock_skew_milliseconds",
                         "The shared database's clock minus this node's at the last purge tick (0 on SQLite); past 5000 either way the node refuses to serve.",
@@ -147,9 +211,41 @@ package final class Application: Sendable {
                     ),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
+                    (
+                        "attestd_receipt_anchor_not_after_seconds",
+                        "Unix time at which Apple Root CA - G3, the anchor of receipts, expires: past it no receipt verifies.",
+                        Int(receipts.anchor.notAfter)
+                    ),
+                    (
+                        "attestd_apple_receipt_url_is_apple", "1 when receipts are exchanged with Apple's hosts (no --apple-receipt-url).",
+                        configuration.appleReceiptURL == nil ? 1 : 0
+                    ),
                 ]
             },
-            moreMetrics: { refresher?.metricsText.text ?? "" })
+            moreMetrics: { anchorMetrics + (refresher?.metricsText.text ?? "") })
+    }
+
+    /// What is wrong with the gateway secret file's mode, if anything: readable by other users,
+    /// or by a group attestd is not in. Readable by attestd's own group is fine: the package
+    /// installs it root:attestd 0640, so that attestd reads it and cannot change it.
+    static func secretFileWarning(_ file: String) -> (message: String, mode: String)? {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+            let mode = attributes[.posixPermissions] as? Int
+        else { return nil }
+        let octal = String(mode, radix: 8)
+        if mode & 0o007 != 0 {
+            return (
+                "the gateway secret file can be read by other users: chmod o-rwx it (0640 root:attestd as the package installs it)", octal
+            )
+        }
+        guard mode & 0o070 != 0, let group = (attributes[.groupOwnerAccountID] as? NSNumber).map({ gid_t($0.uint32Value) }) else {
+            return nil
+        }
+        var groups = [gid_t](repeating: 0, count: Int(max(0, getgroups(0, nil))))
+        let count = getgroups(Int32(groups.count), &groups)
+        let own = Set([getegid()] + groups.prefix(Int(max(0, count))))
+        guard !own.contains(group) else { return nil }
+        return ("the gateway secret file can be read by a group attestd is not in: chgrp it to attestd's group, or chmod 600 it", octal)
     }
 
     /// The refresher the configuration asks for (nil without a secrets key file or with interval 0).
@@ -180,9 +276,6 @@ package final class Application: Sendable {
             let client = try HTTPSClient()
             var settings = ReceiptRefresherSettings()
             settings.intervalSeconds = configuration.receiptRefreshIntervalSeconds
-            if configuration.appleReceiptURL != nil {
-                logger.log(.warning, "APPLE RECEIPT URL REPLACED: receipts are exchanged with a non-Apple server; for tests only")
-            }
             logger.log(
                 .info, "receipt refresher started",
                 [
@@ -198,12 +291,21 @@ package final class Application: Sendable {
     }
 
     /// Stops the refresher and closes the store (after the listener stopped).
-    package func close() {
+    /// False when the store could not be closed cleanly: SQLite's write-ahead log was not folded
+    /// into the database file (a full disk, a reader that never finished), so the file alone is
+    /// not a complete copy and the process must say so with its exit status.
+    @discardableResult
+    package func close() -> Bool {
         receiptRefresher?.stop()
         do {
             try service.closeStorage()
+            return true
         } catch {
-            logger.log(.error, "closing the database failed", ["error": .string(error.reason)])
+            logger.log(
+                .error,
+                "closing the database failed: its -wal file holds commits the database file lacks; back up both, or start and stop attestd again",
+                ["error": .string(error.reason)])
+            return false
         }
     }
 
@@ -211,7 +313,7 @@ package final class Application: Sendable {
     /// error is logged. Never logs a secret.
     package func reloadGatewaySecrets() {
         guard let secrets = gatewaySecrets else {
-            logger.log(.warning, "SIGHUP: no --gateway-secret-file to re-read")
+            if configFile == nil { logger.log(.warning, "SIGHUP: neither --gateway-secret-file nor --config to re-read") }
             return
         }
         do {

@@ -3,13 +3,18 @@ package import AttestHTTPServer
 package import AttestObservability
 package import AttestService
 package import AttestStorage
+import Dispatch
 import Synchronization
 
 /// A running attestd: the application and its HTTP listener.
 package final class Server: Sendable {
     package let application: Application
     package let http: HTTPServer
+    /// The admin listener (admin API and console); nil with `--admin-listen off`.
+    package let adminHTTP: HTTPServer?
     let logger: Logger
+    /// The purge's timer, once `startPurging` has run.
+    private let purgeTimer = Mutex<PurgeTimer?>(nil)
 
     /// The router (the application's).
     package var router: Router { application.router }
@@ -38,7 +43,25 @@ package final class Server: Sendable {
             http = try HTTPServer(configuration: httpConfiguration, responder: application.router)
         } catch {
             application.close()
-            throw Application.StartupError(description: "cannot listen on \(configuration.host):\(configuration.port): \(error)")
+            throw Application.StartupError(
+                description: "cannot listen on \(configuration.host):\(configuration.port): \(error)",
+                isTransient: error.code == .bindFailed)
+        }
+        if let address = configuration.adminListen {
+            // The same server, limits and logs as the device-facing listener, on its own address.
+            var adminConfiguration = httpConfiguration
+            adminConfiguration.host = address.host
+            adminConfiguration.port = address.port
+            adminConfiguration.threads = min(httpConfiguration.threads, 4)
+            do {
+                adminHTTP = try HTTPServer(configuration: adminConfiguration, responder: application.adminRouter)
+            } catch {
+                http.stop()
+                application.close()
+                throw Application.StartupError(description: "cannot listen on \(address.host):\(address.port) (--admin-listen): \(error)")
+            }
+        } else {
+            adminHTTP = nil
         }
         if http.connectionLimit < httpConfiguration.connectionLimit {
             logger.log(
@@ -54,22 +77,36 @@ package final class Server: Sendable {
             .info, "listening",
             [
                 "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
+                "admin.listen": .string(adminHTTP.map { "\(configuration.adminListen?.host ?? ""):\($0.port)" } ?? "off"),
                 "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
                 "version": .string(version),
             ])
     }
 
-    /// Stops accepting, lets in-flight requests finish, closes the listener, then the store.
-    package func stop() {
+    /// Stops accepting, lets in-flight requests finish, closes the listener, stops the purge
+    /// (waiting up to 5 s for one under way), then closes the store: no purge writes after the
+    /// store's last checkpoint.
+    /// False when the store did not close cleanly (see `Application.close`): attestd then exits 1.
+    @discardableResult
+    package func stop() -> Bool {
+        adminHTTP?.stop()
         http.stop()
-        application.close()
-        logger.log(.info, "stopped")
+        purgeTimer.withLock { $0 }?.stop(waitingAtMost: .seconds(5))
+        let closed = application.close()
+        logger.log(closed ? .info : .error, closed ? "stopped" : "stopped, but the database was not closed cleanly")
+        return closed
     }
 
-    /// See `Application.reloadGatewaySecrets`.
-    package func reloadGatewaySecrets() { application.reloadGatewaySecrets() }
+    /// See `Application.reload`.
+    package func reload() { application.reload() }
     /// See `Application.purge`.
     package func purge() { application.purge() }
+
+    /// Purges now and then every `seconds`, on a queue of its own (`PurgeTimer`), until `stop`.
+    package func startPurging(every seconds: Int) {
+        let timer = PurgeTimer(every: seconds) { [self] in purge() }
+        purgeTimer.withLock { $0 = timer }
+    }
     /// See `Application.refreshStatistics`.
     package func refreshStatistics() { application.refreshStatistics() }
 }
@@ -104,5 +141,36 @@ final class RefusalLog: Sendable {
         logger.log(
             .warning, "connections refused: the address holds its whole per-address share (--connections-per-address)",
             ["remote": .string(address), "refused": .int(count)])
+    }
+}
+
+/// Runs a housekeeping job (the purge) now and then every interval on a serial queue of its own.
+///
+/// Why not the main queue: attestd's signal handlers run there, and a purge waits for the
+/// database; while it waited for a database that had stopped answering, SIGTERM and SIGHUP
+/// waited with it (issue 18, M4).
+package final class PurgeTimer: Sendable {
+    // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `stop` uses it after.
+    private nonisolated(unsafe) let timer: any DispatchSourceTimer
+    private let queue = DispatchQueue(label: "attestd.purge")
+
+    /// Runs `job` now and then every `seconds` (at least 1).
+    package init(every seconds: Int, _ job: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now(), repeating: .seconds(max(1, seconds)))
+        timer.setEventHandler(handler: job)
+        timer.resume()
+        self.timer = timer
+    }
+
+    /// Runs the job no more, and waits for one under way to finish, at most `limit`; true when
+    /// none is under way any more.
+    @discardableResult
+    package func stop(waitingAtMost limit: Duration) -> Bool {
+        timer.cancel()
+        let idle = DispatchSemaphore(value: 0)
+        queue.async { idle.signal() }
+        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        return idle.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success
     }
 }

@@ -6,14 +6,32 @@ package import AttestService
 package import AttestStorage
 import Foundation
 
+/// A listener's address: an IP literal and a port (0 picks a free one).
+package struct ListenAddress: Sendable, Equatable {
+    package var host: String
+    package var port: UInt16
+
+    package init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+}
+
 /// attestd's settings, from flags with `ATTESTD_*` environment fallbacks (flags win).
 package struct ServerConfiguration: Sendable, Equatable {
     package var host = "127.0.0.1"
     package var port: UInt16 = 8080
+    /// The admin listener (the admin API and the console): `--admin-listen`, 127.0.0.1:8081 by
+    /// default; nil (`off`) starts none. Never the device-facing listener, so a proxy that exposes
+    /// the device API does not expose administration.
+    package var adminListen: ListenAddress? = ListenAddress(host: "127.0.0.1", port: 8081)
     /// The store: a SQLite file (default ./attestd.sqlite) or a PostgreSQL URI.
     package var database = StoreLocation.sqlite(path: "attestd.sqlite")
     package var gatewaySecretFile: String?
     package var trustAnchorFile: String?
+    /// A root trusted beside the primary one (`--additional-root`): Apple's next root, added
+    /// before a rotation; devices attested under either keep refreshing.
+    package var additionalRootFile: String?
     /// `--threads`; nil means the default of `workerThreads`.
     package var threads: Int?
     /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
@@ -48,6 +66,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var trustedProxies: [String] = []
     /// Log lines below this level are not written.
     package var logLevel = LogLevel.info
+    /// Settings re-read on SIGHUP (`--config`): the log level; what it sets wins over `--log-level`.
+    package var configFile: String?
     /// One in N successful authorize and introspect lines is logged (1: all, 0: none); failures always are.
     package var logSuccessEvery = 1
     /// The 64-hex-digit key that seals integrations' DeviceCheck keys; the receipt refresher runs only with it.
@@ -56,6 +76,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var appleReceiptURL: String?
     /// Seconds between receipt refresh passes (0: no refresher).
     package var receiptRefreshIntervalSeconds = 300
+    /// Whether `--db` was given on the command line with a password in its URI, where every
+    /// local user can read it (`ps`): attestd warns at start.
+    package var databasePasswordOnCommandLine = false
 
     /// The defaults (127.0.0.1:8080, ./attestd.sqlite, Apple's root, no gateway secret).
     package init() {}
@@ -89,22 +112,36 @@ package struct ServerConfiguration: Sendable, Equatable {
         }
     }
 
+    /// `HOST:PORT` of `--name` (an IP literal host, `[::1]` for IPv6; port 0 picks a free one).
+    static func address(_ text: String, _ name: String) throws(UsageError) -> (host: String, port: UInt16) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw UsageError(
+                message: "--\(name) takes HOST:PORT with an IP literal host and a port from 1 to 65535 (0 picks a free one), not '\(text)'")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw UsageError(message: "--\(name) needs a host") }
+        return (host, port)
+    }
+
     /// Every option, applied in this order (`--insecure-test-mode` checks the host `--listen` set).
     static let settings: [Setting] = [
         Setting(
             "listen", environment: "ATTESTD_LISTEN", value: "HOST:PORT",
             help: "address to serve on (default 127.0.0.1:8080; port 0 picks a free port)"
         ) { configuration, listen, _ throws(UsageError) in
-            guard let colon = listen.lastIndex(of: ":"), let port = UInt16(listen[listen.index(after: colon)...]) else {
-                throw UsageError(
-                    message:
-                        "--listen takes HOST:PORT with an IP literal host and a port from 1 to 65535 (0 picks a free one), not '\(listen)'")
+            (configuration.host, configuration.port) = try address(listen, "listen")
+        },
+        Setting(
+            "admin-listen", environment: "ATTESTD_ADMIN_LISTEN", value: "HOST:PORT|off",
+            help: "address of the admin API and console, never the device-facing one (default 127.0.0.1:8081; off: none)"
+        ) { configuration, text, _ throws(UsageError) in
+            if text == "off" {
+                configuration.adminListen = nil
+            } else {
+                let (host, port) = try address(text, "admin-listen")
+                configuration.adminListen = ListenAddress(host: host, port: port)
             }
-            var host = String(listen[..<colon])
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty else { throw UsageError(message: "--listen needs a host") }
-            configuration.host = host
-            configuration.port = port
         },
         Setting(
             "db", environment: "ATTESTD_DB", value: "PATH|URI",
@@ -126,6 +163,11 @@ package struct ServerConfiguration: Sendable, Equatable {
             "trust-anchor", environment: nil, value: "PEM",
             help: "TESTS AND DEMOS ONLY: trust this root instead of Apple's App Attestation root"
         ) { configuration, value, _ in configuration.trustAnchorFile = value },
+        // Command line only, as --trust-anchor: whom attestd trusts shows in `ps` and ExecStart.
+        Setting(
+            "additional-root", environment: nil, value: "PEM",
+            help: "also trust this root beside the primary one, for Apple's next App Attestation root ahead of a rotation"
+        ) { configuration, value, _ in configuration.additionalRootFile = value },
         Setting(
             "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; 4 x cores on PostgreSQL)"
         ) { configuration, text, spec throws(UsageError) in configuration.threads = try spec.integer(text, in: 1...256) },
@@ -163,6 +205,10 @@ package struct ServerConfiguration: Sendable, Equatable {
             "challenge-rate", environment: "ATTESTD_CHALLENGE_RATE",
             help: "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)", \.challengePerIntegration),
         Setting(
+            "config", environment: "ATTESTD_CONFIG", value: "FILE",
+            help: "settings that can change while attestd runs (log-level = ...), read at start and on SIGHUP (systemctl reload)"
+        ) { configuration, value, _ in configuration.configFile = value },
+        Setting(
             "log-level", environment: "ATTESTD_LOG_LEVEL", value: "debug|info|warning|error",
             help: "the least severe log lines written (default info)"
         ) { configuration, text, spec throws(UsageError) in
@@ -189,12 +235,18 @@ package struct ServerConfiguration: Sendable, Equatable {
             "secrets-key-file", environment: "ATTESTD_SECRETS_KEY_FILE", value: "FILE",
             help: "64 hex digits (openssl rand -hex 32) sealing integrations' DeviceCheck keys; enables the receipt refresher"
         ) { configuration, value, _ in configuration.secretsKeyFile = value },
+        // Why command line only, https only (plain http to loopback only): every refresh sends the
+        // integration's freshly signed DeviceCheck JWT to this URL, so a stray variable in a unit
+        // file or environment must not be able to send them anywhere, nor in clear (issue 18, L5).
         Setting(
-            "apple-receipt-url", environment: "ATTESTD_APPLE_RECEIPT_URL", value: "URL",
-            help: "TESTS ONLY: exchange receipts at URL/v1/attestationData instead of Apple's hosts (chosen by the device's environment)"
+            "apple-receipt-url", environment: nil, value: "URL",
+            help:
+                "TESTS ONLY: exchange receipts at URL/v1/attestationData instead of Apple's hosts (https://, or http:// to 127.0.0.1 or [::1])"
         ) { configuration, value, _ throws(UsageError) in
-            guard value.hasPrefix("https://") || value.hasPrefix("http://") else {
-                throw UsageError(message: "--apple-receipt-url takes an http:// or https:// base URL")
+            guard ServerConfiguration.isAcceptableReceiptURL(value) else {
+                throw UsageError(
+                    message: "--apple-receipt-url takes an https:// base URL, or http:// to a loopback address (127.0.0.1, [::1]), "
+                        + "with no user name or password")
             }
             configuration.appleReceiptURL = value
         },
@@ -203,6 +255,37 @@ package struct ServerConfiguration: Sendable, Equatable {
             help: "exchange due device receipts with Apple this often (default 300; 0 = never)", in: 0...86_400, unit: " seconds",
             \.receiptRefreshIntervalSeconds),
     ]
+
+    /// Whether `value` may replace Apple's receipt hosts: `https://` to any host, or plain
+    /// `http://` only to a loopback address literal (tests' fake Apple); never with user-info
+    /// (`http://127.0.0.1@elsewhere/` names the host after the `@`).
+    static func isAcceptableReceiptURL(_ value: String) -> Bool {
+        let lower = value.lowercased()
+        let scheme: String
+        if lower.hasPrefix("https://") {
+            scheme = "https://"
+        } else if lower.hasPrefix("http://") {
+            scheme = "http://"
+        } else {
+            return false
+        }
+        let authority = value.dropFirst(scheme.count).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.isEmpty, !authority.contains("@"), !authority.contains("\\") else { return false }
+        guard scheme == "http://" else { return true }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return false }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            guard after.isEmpty || (after.hasPrefix(":") && after.dropFirst().allSatisfy(\.isNumber)) else { return false }
+            return host == "::1"
+        }
+        let parts = authority.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count <= 2, parts.count == 1 || parts[1].allSatisfy(\.isNumber) else { return false }
+        host = parts[0]
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil && $0.allSatisfy(\.isNumber) }
+    }
 
     /// A whole-number option within `range` (`unit` follows the range in the refusal).
     private static func whole(
@@ -250,6 +333,9 @@ package struct ServerConfiguration: Sendable, Equatable {
             } else if let value = parsed.value(setting.spec) {
                 do {
                     try setting.apply(&configuration, value)
+                    if setting.spec.name == "db", onCommandLine.contains("db"), case .postgresql(let settings) = configuration.database {
+                        configuration.databasePasswordOnCommandLine = settings.carriesPassword
+                    }
                 } catch {
                     // A value from the environment is refused in the variable's name: that is what the
                     // operator has to fix (a unit file's Environment=, not a flag they never typed).

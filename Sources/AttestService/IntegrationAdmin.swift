@@ -14,14 +14,17 @@ package struct IntegrationAdmin: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
-    /// Who acts, as the audit log records it (e.g. `alice (attestctl)`).
+    /// Who acts, as the audit log records it (e.g. `alice (attestctl)`, or an admin key's name).
     let actor: String
+    /// The workspace an admin key acts in, recorded with each audit row; nil for attestctl.
+    let workspaceID: String?
 
     package init(
         store: any AdminStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
-        actor: String = "unknown"
+        actor: String = "unknown", workspaceID: String? = nil
     ) {
         (self.store, self.clock, self.random, self.logger, self.actor) = (store, clock, random, logger, actor)
+        self.workspaceID = workspaceID
     }
 
     /// The audit row of `action` on `target`, its detail from the change's outcome (nil: no row),
@@ -29,7 +32,7 @@ package struct IntegrationAdmin: Sendable {
     private func note<Outcome>(
         _ action: AuditAction, _ target: String, at time: Int64, _ detail: @escaping @Sendable (Outcome) -> String?
     ) -> AuditNote<Outcome> {
-        AuditNote(at: time, actor: actor, action: action, target: target, detail: detail)
+        AuditNote(at: time, actor: actor, action: action, target: target, workspaceID: workspaceID, detail: detail)
     }
 
     /// Validates and stores a new integration with a fresh client ID. Nothing is normalised:

@@ -67,6 +67,29 @@ package final class RateLimiter: Sendable {
         }
     }
 
+    /// Takes one token from each of `limits`' buckets only when every one of them has one;
+    /// otherwise takes nothing and returns the longest wait. So a request refused by one limit
+    /// (its address's) spends nothing of another (its integration's).
+    package func take(_ limits: [(key: RateLimitKey, limit: RateLimit)], now: Double) -> Int? {
+        let active = limits.filter { $0.limit.perSecond > 0 }
+        guard !active.isEmpty else { return nil }
+        return tables.withLock { tables -> Int? in
+            var taken: [(key: RateLimitKey, bucket: TokenBucket)] = []
+            var wait: Int?
+            for (key, limit) in active {
+                var bucket = Self.bucket(in: tables, key, limit, now)
+                if let needed = bucket.take(perSecond: limit.perSecond, burst: limit.burst, now: now) {
+                    wait = max(wait ?? 0, needed)
+                } else {
+                    taken.append((key, bucket))
+                }
+            }
+            guard wait == nil else { return wait }
+            for (key, bucket) in taken { store(bucket, for: key, in: &tables) }
+            return nil
+        }
+    }
+
     /// How many address buckets are held (for tests of the bound).
     package var addressBucketCount: Int { tables.withLock { $0.addresses.count } }
     /// How many per-integration buckets are held (for tests that only existing client IDs get one).
@@ -75,6 +98,21 @@ package final class RateLimiter: Sendable {
     private func evictOldestAddresses(_ table: inout [RateLimitKey: TokenBucket]) {
         let cutoff = table.values.map(\.updatedAt).sorted()[table.count / 2]
         table = table.filter { $0.value.updatedAt > cutoff }
+    }
+
+    private static func bucket(in tables: Tables, _ key: RateLimitKey, _ limit: RateLimit, _ now: Double) -> TokenBucket {
+        let existing: TokenBucket? =
+            if case .address = key { tables.addresses[key] } else { tables.integrations[key] }
+        return existing ?? TokenBucket(tokens: limit.burst, updatedAt: now)
+    }
+
+    private func store(_ bucket: TokenBucket, for key: RateLimitKey, in tables: inout Tables) {
+        if case .address = key {
+            if tables.addresses.count >= maximumAddresses, tables.addresses[key] == nil { evictOldestAddresses(&tables.addresses) }
+            tables.addresses[key] = bucket
+        } else {
+            tables.integrations[key] = bucket
+        }
     }
 
     private static func take(_ table: inout [RateLimitKey: TokenBucket], _ key: RateLimitKey, _ limit: RateLimit, _ now: Double) -> Int? {

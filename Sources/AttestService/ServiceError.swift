@@ -31,6 +31,16 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case storageUnavailable = "storage_unavailable"
         /// attestd itself failed (the random source): not the caller's fault, not the storage's.
         case internalError = "internal_error"
+        /// The admin key's role may not take this action (the admin API).
+        case forbiddenRole = "forbidden_role"
+        /// No device with this key ID in the admin key's workspace (the admin API).
+        case deviceNotFound = "device_not_found"
+        /// No live token with this value in the admin key's workspace (the admin API).
+        case tokenNotFound = "token_not_found"
+        /// No admin key with this ID in the admin key's workspace (the admin API).
+        case adminKeyNotFound = "admin_key_not_found"
+        /// An admin key or console session that is missing, unknown, revoked or expired.
+        case adminUnauthenticated = "unauthorized"
     }
 
     /// The request fields, by their wire names.
@@ -44,6 +54,16 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case now
         /// The DeviceCheck key of `integration set-fraud-key`.
         case fraudKey = "fraud_key"
+        /// The admin API's fields.
+        case confirm
+        /// The admin key a console sign-in presents.
+        case key
+        case name
+        case role
+        case teamID = "team_id"
+        case bundleIDs = "bundle_ids"
+        case environment
+        case policy
     }
 
     /// The integration settings `attestctl integration create` validates.
@@ -97,6 +117,15 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case storage(StorageError.Code)
         /// The random source failed.
         case random
+        /// The admin key's role is below what the action needs.
+        case forbiddenRole
+        case deviceNotFound
+        case tokenNotFound
+        case adminKeyNotFound
+        /// No admin key or session was presented, or it is unknown, revoked or expired.
+        case adminCredential
+        /// A key may not revoke itself through the API (it would lock its holder out mid-session).
+        case ownKey
         /// This node's clock and the shared database's disagree past the tolerance.
         case clockSkew
 
@@ -127,6 +156,12 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .testMode: "test_mode"
             case .storage(let code): code.rawValue
             case .random: "random"
+            case .forbiddenRole: "forbidden_role"
+            case .deviceNotFound: "device_not_found"
+            case .tokenNotFound: "token_not_found"
+            case .adminKeyNotFound: "admin_key_not_found"
+            case .adminCredential: "admin_credential"
+            case .ownKey: "own_key"
             case .clockSkew: "clock_skew"
             }
         }
@@ -174,6 +209,12 @@ extension ServiceError {
         ServiceError(.storageUnavailable, .storage(error.code), "storage: \(error.reason)", retryAfter: 1)
     }
 
+    /// The storage did not answer within `milliseconds` (a request waiting without a worker:
+    /// its answer is given up, whatever the storage does later).
+    package static func storageTimedOut(after milliseconds: Int) -> ServiceError {
+        .storage(StorageError(.unavailable, "no answer from the storage within \(milliseconds) ms"))
+    }
+
     /// The random source failed.
     package static let randomFailed = ServiceError(.internalError, .random, "the random source failed")
 
@@ -187,6 +228,16 @@ extension ServiceError {
     static let integrationRevoked = ServiceError(.integrationRevoked, .integrationRevoked, "the integration has been revoked")
     static let integrationSuspended = ServiceError(
         .integrationSuspended, .integrationSuspended, "the integration is suspended; its operator can resume it")
+    /// The admin key's role may not take the action: `needed` names the lowest role that may.
+    static func forbiddenRole(_ role: AdminRole, needs needed: AdminRole, to action: String) -> ServiceError {
+        ServiceError(.forbiddenRole, .forbiddenRole, "the \(role.rawValue) role may not \(action); it needs \(needed.rawValue) or above")
+    }
+    /// No valid admin key or console session (401).
+    package static let adminUnauthenticated = ServiceError(
+        .adminUnauthenticated, .adminCredential, "send Authorization: Bearer adm_... with a valid admin key, or sign in again")
+    static let deviceNotFound = ServiceError(.deviceNotFound, .deviceNotFound, "no device has this key ID in this workspace")
+    static let tokenNotFound = ServiceError(.tokenNotFound, .tokenNotFound, "no live token with this value in this workspace")
+    static let adminKeyNotFound = ServiceError(.adminKeyNotFound, .adminKeyNotFound, "no admin key has this ID in this workspace")
     static let deviceBlocked = ServiceError(.deviceBlocked, .deviceBlocked, "this device key is blocked")
     static let keyAlreadyRegistered = ServiceError(.keyAlreadyRegistered, .keyAlreadyRegistered, "this key ID is already registered")
     static let challengeUnknown = ServiceError(.invalidChallenge, .challengeUnknown, "this challenge was not issued")

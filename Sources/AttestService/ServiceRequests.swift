@@ -143,3 +143,14 @@ extension IntegrationRecord {
     /// ID it issues has the shape).
     package var issuedClientID: ClientID? { ClientID(clientID) }
 }
+
+/// What a revocation through `/v1/revoke` did, for its log line (never for its answer).
+package struct TokenRevocation: Sendable, Equatable {
+    /// The first 16 hex digits of the token's SHA-256: enough to match `attestctl token revoke
+    /// --sha256` and a gateway's logs, not the token.
+    package let hashPrefix: String
+    /// The token's client ID when it was live before the revocation; nil otherwise.
+    package let clientID: String?
+    /// Whether a token was deleted.
+    package let deleted: Bool
+}

@@ -40,16 +40,21 @@ extension TokenService {
             expiresAt: record.expiresAt)
     }
 
-    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise (the caller
-    /// learns nothing either way).
-    package func revokeToken(_ token: String) throws(ServiceError) {
-        guard token.utf8.count == Self.tokenLength, token.hasPrefix(Self.tokenPrefix) else { return }
-        let hash = Digest.sha256(Array(token.utf8))
+    /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise. What it
+    /// did is returned for the log only: the caller's answer says nothing either way. Nil for
+    /// input that cannot be a token (no lookup).
+    @discardableResult
+    package func revokeToken(_ token: String) throws(ServiceError) -> TokenRevocation? {
+        guard let hash = Self.lookupHash(token) else { return nil }
+        // Read first, for the log line's client ID (the deletion does not say whose it was); a
+        // token that is expired or whose integration or device is refused has none here.
+        let live = try stored { () throws(StorageError) in try store.activeToken(hash: hash, at: clock.now()) }
         // Audited like attestctl's `token revoke`, in the same transaction; only when a token went.
         let audit = AuditNote<Bool>(at: clock.now(), actor: "gateway (POST /v1/revoke)", action: .tokenRevoke, target: Hex.encode(hash)) {
             $0 ? "revoked" : nil
         }
-        _ = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
+        let deleted = try stored { () throws(StorageError) in try store.revokeToken(hash: hash, audit: audit) }
+        return TokenRevocation(hashPrefix: String(Hex.encode(hash).prefix(16)), clientID: live?.clientID, deleted: deleted)
     }
 
     // MARK: Housekeeping

@@ -59,8 +59,9 @@ package final class TokenService: Sendable {
     let clockCheck = ClockCheck()
     /// Client IDs this node has read as active (`issueChallenge`).
     let activeHints = ActiveIntegrationHints()
-    /// SHA-256 (hex) of the trust anchor, recorded with every device and required at refresh.
-    let anchorFingerprint: String
+    /// SHA-256 (hex) of each trust anchor: a device records the one its chain ended at, and
+    /// refreshes only while that anchor is still trusted.
+    let anchorFingerprints: Set<String>
     /// Checks the receipt of every attestation (Apple Root CA - G3); nil: receipts are stored unchecked.
     let receipts: ReceiptVerifier?
     /// Told every receipt verdict at attestation (for the metrics).
@@ -78,7 +79,7 @@ package final class TokenService: Sendable {
         self.random = random
         self.policy = policy
         challenges = ChallengeLedger(store: store, lifetime: policy.challengeLifetime)
-        anchorFingerprint = Hex.encode(verifier.anchor.certificate.sha256Fingerprint)
+        anchorFingerprints = Set(verifier.anchors.map(\.sha256Hex))
         self.receipts = receipts
         self.observer = observer
     }
@@ -102,8 +103,15 @@ package final class TokenService: Sendable {
             activeHints.remember(clientID)
         }
         let now = clock.now()
-        try limit(.challenges(clientID: clientID), policy.challengePerIntegration, now: now)
-        try limit(.address(address), policy.perAddress, now: now)
+        // Why both in one step: a request refused by its address's own limit must not also spend
+        // the integration's budget, or one address held to its limit drains every other device's
+        // challenges (issue 18, M2).
+        if let wait = limiter.take(
+            [(.challenges(clientID: clientID), policy.challengePerIntegration), (.address(address), policy.perAddress)],
+            now: Double(now))
+        {
+            throw ServiceError.rateLimited(retryAfter: wait)
+        }
         return try whileActive(requested) { () throws(ServiceError) -> IssuedChallenge? in
             let issued = try challenges.issue(for: clientID, random: random, now: now)
             if issued == nil { activeHints.forget(clientID) }
@@ -134,9 +142,11 @@ package final class TokenService: Sendable {
 
     /// Verifies an attestation, registers the key and mints its first token.
     ///
-    /// The per-integration attest bucket is charged only once the request has shown a usable
-    /// challenge (which it then spends), so junk requests from anyone who knows a client ID
-    /// cannot exhaust the integration's budget for new devices.
+    /// The per-integration attest bucket (shared by every node) is charged only for an
+    /// attestation that verified, so junk requests from anyone who knows a client ID cannot
+    /// exhaust the integration's budget for new devices (issue 18, M1). The verification work
+    /// itself is bounded before that: each attempt spends a challenge (limited per integration
+    /// and per address when it was issued) and is limited per client address here.
     package func attest(_ request: AttestRequest, from address: String) throws(ServiceError) -> IssuedToken {
         try attest(Presented(request), from: address)
     }
@@ -158,7 +168,6 @@ package final class TokenService: Sendable {
     ) throws(ServiceError) -> IssuedToken {
         try limit(.address(address), policy.perAddress, now: now)
         let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
-        try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
         if let maximum = integration.policy.maxNewKeysPerHour {
             let recent = try stored { () throws(StorageError) in
                 try store.newKeyCount(clientID: integration.clientID, since: now - 3600)
@@ -181,6 +190,9 @@ package final class TokenService: Sendable {
             throw ServiceError.rejected(error, attestation: true)
         }
         let receipt = try receiptState(of: verified, integration: integration, now: now)
+        // Only now: a request that failed verification (or the required receipt check) spent
+        // nothing of the new-key budget, which genuine devices need.
+        try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
         return try register(
             verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
     }
@@ -223,33 +235,6 @@ package final class TokenService: Sendable {
     }
 
     /// Stores the verified key and its first token, consuming the challenge in the same transaction.
-    /// The verdict on the attestation's receipt; throws it when the integration requires a valid one.
-    private func receiptState(
-        of verified: VerifiedAttestation, integration: IntegrationRecord, now: Int64
-    ) throws(ServiceError) -> ReceiptState? {
-        guard let receipts else { return nil }
-        let state: ReceiptState
-        do throws(AttestError) {
-            let receipt = try receipts.verifyAttestationReceipt(of: verified, at: now)
-            state = ReceiptState(
-                verdict: .valid, type: receipt.type, createdAt: receipt.createdAt, expiresAt: receipt.expiresAt,
-                riskMetric: receipt.riskMetric, refreshedAt: nil)
-        } catch {
-            state = ReceiptState(
-                verdict: .refused(check: error.code.identifier), type: nil, createdAt: nil, expiresAt: nil, riskMetric: nil,
-                refreshedAt: nil)
-            observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: nil)
-            // Why not refuse by default: some genuine early receipts are refused by strict CMS
-            // verification; an integration that requires valid receipts opts in.
-            if integration.policy.requireValidReceipt {
-                throw ServiceError(.attestationRejected, .check(error.code), "the receipt does not verify: \(error.reason)")
-            }
-            return state
-        }
-        observer?.receiptVerified(clientID: integration.clientID, verdict: state.verdict.description, riskMetric: state.riskMetric)
-        return state
-    }
-
     private func register(
         _ verified: VerifiedAttestation, receipt: ReceiptState?, keyID: KeyID, integration: IntegrationRecord, challengeID: [UInt8],
         now: Int64
@@ -258,7 +243,7 @@ package final class TokenService: Sendable {
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
             environment: verified.environment, receipt: verified.receipt, status: .active, createdAt: now, updatedAt: now,
-            trustAnchor: anchorFingerprint, appID: verified.appID.description, receiptState: receipt,
+            trustAnchor: Hex.encode(verified.anchorFingerprint), appID: verified.appID.description, receiptState: receipt,
             credentialSHA256: Digest.sha256(verified.credentialCertificate))
         // The cap counted again inside the registering transaction, serialised per integration: the
         // count before verification only saves the work, two registrations racing past it are
@@ -282,28 +267,6 @@ package final class TokenService: Sendable {
     }
 
     // MARK: Refresh
-
-    /// The integration's receipt policy as it is now, applied at every refresh: a policy switched
-    /// on after a device attested applies to it too.
-    static func checkReceiptPolicy(_ policy: IntegrationPolicy, device: DeviceRecord, now: Int64, grace: Int64) throws(ServiceError) {
-        if policy.requireValidReceipt, device.receiptState?.verdict != .valid {
-            throw ServiceError(
-                .receiptRequired, .receiptRequired, "the integration requires a valid receipt and this device's did not verify")
-        }
-        guard let maximum = policy.maxRiskMetric else { return }
-        if let metric = device.receiptState?.riskMetric {
-            guard metric <= maximum else {
-                throw ServiceError(
-                    .riskMetricExceeded, .riskMetricExceeded,
-                    "this device's fraud-risk metric \(metric) exceeds the integration's \(maximum)")
-            }
-        } else if now - device.createdAt > grace {
-            // Why fail closed: stripping the receipt must not be a way around the limit.
-            throw ServiceError(
-                .riskMetricExceeded, .riskMetricUnknown,
-                "no fraud-risk metric is known for this device \(grace / 3600) hours after its attestation, and the integration limits it")
-        }
-    }
 
     /// Verifies an assertion by a registered key, advances its counter and mints a token.
     package func refresh(_ request: RefreshRequest, from address: String) throws(ServiceError) -> IssuedToken {
@@ -344,8 +307,9 @@ package final class TokenService: Sendable {
         guard device.status == .active else { throw ServiceError.deviceBlocked }
         try Self.checkReceiptPolicy(integration.policy, device: device, now: now, grace: policy.riskMetricGraceSeconds)
         // Why: a key attested while a test root was trusted must not refresh under Apple's root
-        // (or the other way round); the anchor is part of what its attestation proved.
-        guard device.trustAnchor == anchorFingerprint else {
+        // (or the other way round); the anchor is part of what its attestation proved. A key
+        // attested under Apple's current root keeps refreshing while a next root is added.
+        guard anchorFingerprints.contains(device.trustAnchor) else {
             throw ServiceError(.assertionRejected, .check(.trustAnchor), "this key was attested under another trust anchor")
         }
         guard let key = keys.key(for: device) else { throw unknownKey }

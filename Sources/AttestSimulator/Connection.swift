@@ -35,6 +35,8 @@ package struct DeviceLog: Sendable {
     package var outcomes: [StepOutcome] = []
     /// True once the device finished every step of its flow.
     package var completed = false
+    /// The last access token the device was given (for checks that revoke and try it again).
+    package var lastToken: String?
 
     package init() {}
 
@@ -53,6 +55,11 @@ package struct DeviceRequest: Sendable {
     package let target: String
     package let headers: [(String, String)]
     package let body: [UInt8]
+
+    /// A request as given.
+    package init(method: String, target: String, headers: [(String, String)], body: [UInt8]) {
+        (self.method, self.target, self.headers, self.body) = (method, target, headers, body)
+    }
 
     /// A POST of one JSON object of strings.
     package static func json(_ target: String, _ fields: [String: String]) -> DeviceRequest {

@@ -7,6 +7,9 @@ import Foundation
 package struct IssuedChallenge: Sendable {
     package let text: String
     package let bytes: [UInt8]
+
+    /// A challenge read from an answer (`attest-load trace` reads its own answers).
+    package init(text: String, bytes: [UInt8]) { (self.text, self.bytes) = (text, bytes) }
 }
 
 /// The device side of the API, the one implementation `attestctl simulate` and `attest-load`
@@ -37,9 +40,11 @@ package struct DeviceFlow: Sendable {
             return
         }
         guard let token = register(device, &connection, &log) else { return }
+        log.lastToken = token
         authorize(token, &connection, &log)
         for _ in 0..<refreshes {
             guard let next = refresh(&device, &connection, &log) else { return }
+            log.lastToken = next
             authorize(next, &connection, &log)
         }
         // Completed: every step succeeded (a failed authorization does not end a device, so check).

@@ -16,6 +16,8 @@
 /// share one statement (`PostgresStatementGroups`).
 package final class PostgresTokenStore: SQLTokenStore {
     private let pool: PostgresPool
+    /// Open once the migrations ran (always, unless opened with `opening` during an outage).
+    let gate = MigrationGate()
     /// Every authorize and introspect: lookups that arrive together share one statement.
     private let lookups: PostgresStatementGroups<TokenLookup, TokenRecord?>
 
@@ -121,6 +123,7 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     package func perform<T: Sendable>(_ work: SQLWork, _ body: (any SQLSession) throws(StorageError) -> T) throws(StorageError) -> T {
+        try gate.require()
         switch work {
         case .read:
             // Autocommit: each statement sees the last committed state.
@@ -155,6 +158,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         """
 
     package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
+        try gate.require()
         let rows = try pool.withConnection { connection throws(StorageError) in
             try connection.query(Self.selectRefreshInputs, [.text(clientID), .blob(challengeID), .blob(keyID)]).rows()
         }
@@ -223,6 +227,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         keyID: [UInt8], from previous: UInt32, to counter: UInt32, at time: Int64, token: TokenRecord,
         consumingChallenge challengeID: [UInt8], keepingLatest: Int?
     ) throws(StorageError) -> CounterAdvance {
+        try gate.require()
         let rows = try write { connection throws(StorageError) in
             try connection.query(
                 Self.refreshStatement,
@@ -247,12 +252,18 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
-        try lookups.submit(TokenLookup(hash: hash, time: time))
+        try gate.require()
+        return try lookups.submit(TokenLookup(hash: hash, time: time))
     }
 
     package func activeToken(
         hash: [UInt8], at time: Int64, then reply: @escaping @Sendable (Result<TokenRecord?, StorageError>) -> Void
     ) {
+        do throws(StorageError) {
+            try gate.require()
+        } catch {
+            return reply(.failure(error))
+        }
         lookups.submit(TokenLookup(hash: hash, time: time), then: reply)
     }
 
@@ -292,9 +303,14 @@ package final class PostgresTokenStore: SQLTokenStore {
         try copy.close()
     }
 
-    package func close() throws(StorageError) { pool.closeIdleConnections() }
+    package func close() throws(StorageError) {
+        gate.stop()
+        pool.closeIdleConnections()
+    }
 
     package func checkIntegrity() throws(StorageError) { try checkAvailable() }
+
+    package var poolStatistics: PoolStatistics? { pool.statistics }
 
     package func databaseTime() throws(StorageError) -> Double? {
         let row = try perform(.read) { session throws(StorageError) in

@@ -50,6 +50,7 @@ extension SQLTokenStore {
         try perform(.transaction) { session throws(StorageError) -> Int in
             let tokens = try session.run(UpkeepSQL.purgeTokens, [.integer(time)])
             let challenges = try session.run(UpkeepSQL.purgeChallenges, [.integer(time)])
+            try session.run(AdminKeySQL.purgeSessions, [.integer(time)])
             // A bucket untouched for a day is full again: forgetting it changes nothing.
             try session.run(UpkeepSQL.purgeBuckets, [.real(Double(time) - 86_400)])
             return tokens + challenges
@@ -62,7 +63,8 @@ extension SQLTokenStore {
                 integrations: try session.records(IntegrationRecord.self, SharedSQL.selectIntegrations, []),
                 devices: try session.records(DeviceRecord.self, UpkeepSQL.allDevices, []),
                 tokens: try session.records(TokenRecord.self, UpkeepSQL.liveTokens, [.integer(time)]),
-                auditEntries: try session.records(AuditEntry.self, UpkeepSQL.allAudit, []))
+                auditEntries: try session.records(AuditEntry.self, UpkeepSQL.allAudit, []),
+                adminKeys: try session.records(AdminKeyRecord.self, AdminKeySQL.allKeys, []))
         }
     }
 
@@ -79,6 +81,7 @@ extension SQLTokenStore {
             try Self.insertBatches(snapshot.devices, into: "devices", in: session)
             try Self.insertBatches(snapshot.tokens, into: "tokens", in: session)
             try Self.insertBatches(snapshot.auditEntries, into: "audit_log", in: session)
+            try Self.insertBatches(snapshot.adminKeys, into: "admin_keys", in: session)
         }
     }
 

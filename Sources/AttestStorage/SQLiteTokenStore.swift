@@ -85,17 +85,40 @@ package final class SQLiteTokenStore: SQLTokenStore {
     /// crash, but a power loss may drop the last commits). Only for rows whose loss is harmless
     /// (an issued, unused challenge); every security decision commits with `synchronous=FULL`.
     private func write<T: Sendable>(durable: Bool, _ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
-        try writer.use { database throws(StorageError) -> T in
-            if !durable { try database.execute("PRAGMA synchronous=NORMAL") }
-            defer { if !durable { try? database.execute("PRAGMA synchronous=FULL") } }
-            do {
-                return try database.immediateTransaction { () throws -> T in try body(database) }
-            } catch let error as StorageError {
-                throw error
-            } catch {
-                throw StorageError(.statementFailed, "unexpected error in a transaction: \(type(of: error))")
+        do {
+            let value = try writer.use { database throws(StorageError) -> T in
+                if !durable { try database.execute("PRAGMA synchronous=NORMAL") }
+                defer { if !durable { try? database.execute("PRAGMA synchronous=FULL") } }
+                do {
+                    return try database.immediateTransaction { () throws -> T in try body(database) }
+                } catch let error as StorageError {
+                    throw error
+                } catch {
+                    throw StorageError(.statementFailed, "unexpected error in a transaction: \(type(of: error))")
+                }
             }
+            failingWrites.withLock { $0 = nil }
+            return value
+        } catch {
+            // Why: reads go on when the disk is full, so readiness must hear of failing writes.
+            if [.full, .io, .readOnly].contains(error.code) { failingWrites.withLock { $0 = error } }
+            throw error
         }
+    }
+
+    /// The last write's failure for want of disk or of write access, until a write succeeds.
+    private let failingWrites = Mutex<StorageError?>(nil)
+
+    /// A write that needs room on disk and leaves nothing: a 64 KiB probe row in and out of
+    /// `rate_buckets` in one transaction (new pages, in the database and its write-ahead log).
+    private static let probe = SQLStatement(
+        "INSERT OR REPLACE INTO rate_buckets (bucket, tokens, updated_at) VALUES ('readiness-probe ' || printf('%.*c', 65536, 'x'), 0, 0)")
+    private static let unprobe = SQLStatement("DELETE FROM rate_buckets WHERE bucket LIKE 'readiness-probe %'")
+
+    /// Caps the database at `pages` pages on the writer (`PRAGMA max_page_count`), for tests of a
+    /// full disk: past it every write fails with SQLITE_FULL, as on a full file system.
+    package func limitPagesForTesting(_ pages: Int) throws(StorageError) {
+        try writer.use { database throws(StorageError) in try database.execute("PRAGMA max_page_count = \(pages)") }
     }
 
     /// The writer's current `PRAGMA synchronous` (2 = FULL), for tests of the durability rule.
@@ -133,6 +156,9 @@ package final class SQLiteTokenStore: SQLTokenStore {
         }
     }
 
+    /// Nil: SQLite has one writer connection and a few readers, no pool.
+    package var poolStatistics: PoolStatistics? { nil }
+
     /// Nil: one node owns a SQLite database, so its clock is the only one.
     package func databaseTime() throws(StorageError) -> Double? { nil }
 
@@ -140,8 +166,15 @@ package final class SQLiteTokenStore: SQLTokenStore {
         try writer.use { database throws(StorageError) in try database.quickCheck() }
     }
 
+    /// Reads, and after a write failed for want of disk or write access (which reads do not
+    /// notice), writes a probe: ready again only once writes succeed.
     package func checkAvailable() throws(StorageError) {
         try perform(.read) { session throws(StorageError) in _ = try session.rows(SQLStatement("SELECT 1"), []) }
+        guard failingWrites.withLock({ $0 }) != nil else { return }
+        try perform(.transaction) { session throws(StorageError) in
+            try session.run(Self.probe, [])
+            try session.run(Self.unprobe, [])
+        }
     }
 
     private static let statistics = SQLStatement(

@@ -109,6 +109,39 @@ package protocol AdminStore: Sendable {
     func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
 }
 
+/// The workspace admins' keys and console sessions, and the workspace-scoped reads of the admin
+/// API. Lookups read the database on every call (nothing is cached), so a revoked key is refused
+/// from the next request on.
+package protocol AdminKeyStore: Sendable {
+    /// Inserts a new key; `constraint` if its ID or hash exists.
+    func insertAdminKey(_ key: AdminKeyRecord, audit: AuditNote<Void>?) throws(StorageError)
+    /// The key with this public ID (revoked ones too).
+    func adminKey(id: String) throws(StorageError) -> AdminKeyRecord?
+    /// The key whose secret has this SHA-256, unless it is revoked.
+    func activeAdminKey(hash: [UInt8]) throws(StorageError) -> AdminKeyRecord?
+    /// The keys of one workspace, or of all (nil), oldest first.
+    func adminKeys(workspaceID: String?) throws(StorageError) -> [AdminKeyRecord]
+    /// Revokes a key and ends its sessions in one transaction: nil when unknown, false when it was
+    /// revoked already.
+    func revokeAdminKey(id: String, at time: Int64, audit: AuditNote<Bool>?) throws(StorageError) -> Bool?
+    /// Stores a new console session (and the sign-in's audit row).
+    func insertAdminSession(_ session: AdminSessionRecord, audit: AuditNote<Void>?) throws(StorageError)
+    /// The key of the session with this hash while the session is unexpired at `time` and the key
+    /// is not revoked.
+    func adminSessionKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord?
+    /// Ends a session (sign-out); true when it existed.
+    func deleteAdminSession(hash: [UInt8]) throws(StorageError) -> Bool
+    /// One workspace's integrations, oldest first.
+    func integrations(workspaceID: String) throws(StorageError) -> [IntegrationRecord]
+    /// Devices and live tokens of each of the workspace's integrations that has any, by client ID.
+    func integrationCounts(workspaceID: String, at time: Int64) throws(StorageError) -> [String: IntegrationCounts]
+    /// The token with this hash, live or not, whatever its integration's state.
+    func token(hash: [UInt8]) throws(StorageError) -> TokenRecord?
+    /// The workspace's audit rows from `since` on, oldest first, at most `limit`: those written in
+    /// the workspace and, from attestctl, those about its integrations.
+    func auditLog(workspaceID: String, since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
+}
+
 /// The receipt refresher's work.
 package protocol ReceiptStore: Sendable {
     /// Active devices of active integrations with a DeviceCheck key whose receipt verified and is
@@ -150,13 +183,15 @@ package protocol StoreMaintenance: Sendable {
     /// Throws when the storage cannot serve requests now (`/readyz`): a PostgreSQL server that
     /// does not answer, a SQLite file that cannot be read.
     func checkAvailable() throws(StorageError)
+    /// The connection pool's state now; nil for a store without one (SQLite).
+    var poolStatistics: PoolStatistics? { get }
     /// The database server's clock, Unix seconds, when the store is shared by several nodes
     /// (PostgreSQL); nil for a store only this node uses (SQLite), whose clock is the node's.
     func databaseTime() throws(StorageError) -> Double?
 }
 
 /// Everything attestd persists: every role, implemented by both backends.
-package protocol TokenStore: ChallengeStore, DeviceStore, TokenLookupStore, AdminStore, ReceiptStore, StoreMaintenance {}
+package protocol TokenStore: ChallengeStore, DeviceStore, TokenLookupStore, AdminStore, AdminKeyStore, ReceiptStore, StoreMaintenance {}
 
 extension TokenLookupStore {
     /// Answered at once, for a store where a lookup costs no round trip (SQLite).

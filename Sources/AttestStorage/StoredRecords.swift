@@ -168,14 +168,16 @@ extension ChallengeState: DecodableRecord {
 }
 
 extension AuditEntry: StoredRecord {
-    package static let columns = ["at", "actor", "action", "target", "detail"]
+    package static let columns = ["at", "actor", "action", "target", "detail", "workspace_id"]
 
-    package var storedValues: [SQLValue] { [.integer(at), .text(actor), .text(action.rawValue), .text(target), .text(detail)] }
+    package var storedValues: [SQLValue] {
+        [.integer(at), .text(actor), .text(action.rawValue), .text(target), .text(detail), SQLValue(workspaceID)]
+    }
 
     package init(row: inout SQLRowReader) throws(StorageError) {
         self.init(
             at: try row.int64(), actor: try row.text(), action: try row.enumeration(AuditAction.self), target: try row.text(),
-            detail: try row.text())
+            detail: try row.text(), workspaceID: try row.optionalText())
     }
 }
 

@@ -6,12 +6,23 @@ package enum TokenStores {
     package static func open(
         _ location: StoreLocation, connections: Int, busyTimeout: Duration, migrateAt time: Int64, report: MigrationReport? = nil
     ) throws(StorageError) -> any TokenStore {
+        try open(location, connections: connections, busyTimeout: busyTimeout, now: { time }, report: report, events: nil)
+    }
+
+    /// `open` for attestd: on PostgreSQL a server that does not answer at start is retried in the
+    /// background (`PostgresTokenStore.opening`), `events` told of it, instead of failing the start.
+    package static func open(
+        _ location: StoreLocation, connections: Int, busyTimeout: Duration, now: @escaping @Sendable () -> Int64,
+        report: MigrationReport? = nil, events: (@Sendable (StoreStartupEvent) -> Void)?
+    ) throws(StorageError) -> any TokenStore {
+        let time = now()
         switch location {
         case .sqlite(let path):
             return try SQLiteTokenStore(path: path, busyTimeout: busyTimeout, migrateAt: time, report: report)
         case .postgresql(var settings):
             settings.poolSize = max(1, connections)
-            return try PostgresTokenStore(settings: settings, migrateAt: time, report: report)
+            guard let events else { return try PostgresTokenStore(settings: settings, migrateAt: time, report: report) }
+            return try PostgresTokenStore.opening(settings: settings, now: now, report: report, events: events)
         }
     }
 

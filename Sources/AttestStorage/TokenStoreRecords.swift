@@ -255,17 +255,22 @@ package enum CounterAdvance: Sendable, Equatable {
 
 /// Everything `attestctl store copy` moves between stores: every integration (revoked ones too,
 /// so their client IDs stay burned), every device with its counter and status, the tokens still
-/// valid, and the audit log. Challenges are not copied: they live five minutes and a device asks
-/// again.
+/// valid, the audit log and the admin keys (revoked ones too). Challenges are not copied: they
+/// live five minutes and a device asks again; nor are console sessions: an admin signs in again.
 package struct StoreSnapshot: Sendable, Equatable {
     package var integrations: [IntegrationRecord]
     package var devices: [DeviceRecord]
     package var tokens: [TokenRecord]
     package var auditEntries: [AuditEntry]
+    package var adminKeys: [AdminKeyRecord]
 
     /// A snapshot of these records.
-    package init(integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = []) {
+    package init(
+        integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = [],
+        adminKeys: [AdminKeyRecord] = []
+    ) {
         (self.integrations, self.devices, self.tokens, self.auditEntries) = (integrations, devices, tokens, auditEntries)
+        self.adminKeys = adminKeys
     }
 }
 
@@ -281,10 +286,13 @@ package struct AuditEntry: Sendable, Equatable {
     package var target: String
     /// What came of it, for people (counts, settings); never a secret.
     package var detail: String
+    /// The workspace an admin key acted in (the admin API and the console); nil for attestctl.
+    package var workspaceID: String?
 
     /// An entry.
-    package init(at: Int64, actor: String, action: AuditAction, target: String, detail: String) {
+    package init(at: Int64, actor: String, action: AuditAction, target: String, detail: String, workspaceID: String? = nil) {
         (self.at, self.actor, self.action, self.target, self.detail) = (at, actor, action, target, detail)
+        self.workspaceID = workspaceID
     }
 }
 
@@ -298,6 +306,9 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case integrationSetFraudKey = "integration.set-fraud-key"
     case tokenRevoke = "token.revoke"
     case deviceBlock = "device.block"
+    case adminKeyCreate = "admin-key.create"
+    case adminKeyRevoke = "admin-key.revoke"
+    case consoleSignIn = "console.sign-in"
 }
 
 /// The audit row a change writes in the change's own transaction: who did what to what, and the
@@ -307,18 +318,22 @@ package struct AuditNote<Outcome>: Sendable {
     package let actor: String
     package let action: AuditAction
     package let target: String
+    /// The workspace the actor acted in (an admin key's), nil for attestctl.
+    package let workspaceID: String?
     package let detail: @Sendable (Outcome) -> String?
 
     /// A note of `action` on `target` by `actor` at `at`, its detail from the outcome.
     package init(
-        at: Int64, actor: String, action: AuditAction, target: String, detail: @escaping @Sendable (Outcome) -> String?
+        at: Int64, actor: String, action: AuditAction, target: String, workspaceID: String? = nil,
+        detail: @escaping @Sendable (Outcome) -> String?
     ) {
         (self.at, self.actor, self.action, self.target, self.detail) = (at, actor, action, target, detail)
+        self.workspaceID = workspaceID
     }
 
     /// The entry for `outcome`, or nil when it records none.
     package func entry(for outcome: Outcome) -> AuditEntry? {
-        detail(outcome).map { AuditEntry(at: at, actor: actor, action: action, target: target, detail: $0) }
+        detail(outcome).map { AuditEntry(at: at, actor: actor, action: action, target: target, detail: $0, workspaceID: workspaceID) }
     }
 }
 
@@ -341,6 +356,17 @@ package struct StoreStatistics: Sendable, Equatable {
             activeIntegrations, activeDevices, revokedIntegrations, suspendedIntegrations, bytes
         )
     }
+}
+
+/// A connection pool's state at one moment (`/metrics`).
+package struct PoolStatistics: Sendable, Equatable {
+    package var size: Int
+    /// Connections lent to requests.
+    package var inUse: Int
+    /// Requests waiting for a connection.
+    package var waiting: Int
+
+    package init(size: Int, inUse: Int, waiting: Int) { (self.size, self.inUse, self.waiting) = (size, inUse, waiting) }
 }
 
 /// What `revokeIntegration` cut off.

@@ -21,8 +21,11 @@ import Synchronization
 //       one challenge, N devices attesting with it at once, spread over the nodes (one may win)
 //   attest-load race-counter   --port P1,P2,P3 ... --connections N
 //       one device, N assertions with the same counter over N fresh challenges (one may win)
+//   attest-load trace --port P1,P2 ... --connections N --seconds S
+//       N devices over the nodes, each attesting, then refreshing and authorizing until S pass;
+//       one JSON line per answer (scripts/check-failover: Trace.swift)
 //
-// Prints `requests_per_second`, `operations_per_second`, `p50_ms`, `p99_ms`, `errors`.
+// The timed modes print `requests_per_second`, `operations_per_second`, `p50_ms`, `p99_ms`, `errors`.
 
 /// What one run does, validated from the command line.
 struct LoadPlan {
@@ -30,6 +33,7 @@ struct LoadPlan {
         case token, challenge, attest, refresh
         case raceChallenge = "race-challenge"
         case raceCounter = "race-counter"
+        case trace
     }
 
     static let port = OptionSpec(
@@ -168,6 +172,8 @@ do {
             _ = try answered(token, log)
             return 2
         }.report(mode: plan.mode.rawValue, connections: connections)
+    case .trace:
+        Trace.run(flow: flow, ports: plan.ports, devices: connections, seconds: seconds)
     case .raceChallenge, .raceCounter:
         let tally =
             plan.mode == .raceChallenge

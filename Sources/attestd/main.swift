@@ -34,21 +34,23 @@ let signals = [SIGTERM, SIGINT].map { number in
     let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
     source.setEventHandler {
         logger.log(.info, "signal received, draining", ["signal": .int(Int(number))])
-        running.withLock { $0 }?.stop()
-        exit(0)
+        // Exit 1 when the database was not closed cleanly (a final checkpoint that failed on a
+        // full disk): whoever stopped attestd must know the -wal file is still needed.
+        exit(running.withLock { $0 }?.stop() == false ? 1 : 0)
     }
     source.resume()
     return source
 }
 
-// SIGHUP: re-read the gateway secrets file in this process (no restart, no dropped request).
+// SIGHUP: re-read the gateway secrets file and --config in this process (no restart, no
+// dropped request).
 signal(SIGHUP, SIG_IGN)
 var hangUp = sigset_t()
 sigemptyset(&hangUp)
 sigaddset(&hangUp, SIGHUP)
 pthread_sigmask(SIG_UNBLOCK, &hangUp, nil)
 let reloadSignal = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-reloadSignal.setEventHandler { running.withLock { $0 }?.reloadGatewaySecrets() }
+reloadSignal.setEventHandler { running.withLock { $0 }?.reload() }
 reloadSignal.resume()
 
 let server: Server
@@ -57,16 +59,12 @@ do {
     running.withLock { $0 = server }
 } catch {
     logger.log(.error, "refusing to start", ["error": .string(error.description)])
-    exit(1)
+    // 75 (EX_TEMPFAIL): worth a retry, the unit restarts it; 1: fix the configuration first.
+    exit(error.isTransient ? 75 : 1)
 }
 
-// Expired challenges and tokens are purged periodically. On the main queue: this closure is
-// main-actor code (top-level code of main.swift), and Swift traps if it runs anywhere else.
-let purgeTimer = DispatchSource.makeTimerSource(queue: .main)
-let purgeInterval = DispatchTimeInterval.seconds(configuration.purgeIntervalSeconds)
-purgeTimer.schedule(deadline: .now() + purgeInterval, repeating: purgeInterval)
-purgeTimer.setEventHandler { server.purge() }
-purgeTimer.resume()
-server.purge()
+// Expired challenges and tokens are purged now and periodically, never on the main queue: the
+// signal handlers above run there, and a purge can wait for the database (PurgeTimer).
+server.startPurging(every: configuration.purgeIntervalSeconds)
 
-withExtendedLifetime((signals, reloadSignal, purgeTimer)) { dispatchMain() }
+withExtendedLifetime((signals, reloadSignal)) { dispatchMain() }

@@ -33,6 +33,7 @@ private final class SimulatorWorld {
         #expect(console.run(["simulate", "--write-trust-anchor", anchor, "--state", state]) == 0)
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.adminListen = nil
         configuration.database = .sqlite(path: database)
         configuration.trustAnchorFile = anchor
         server = try Server(configuration: configuration, version: "test", logger: Logger(sink: SilentSink()))

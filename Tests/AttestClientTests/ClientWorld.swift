@@ -57,6 +57,8 @@ final class ClientWorld: Sendable {
         location = try TestStoreLocation(backend)
         var configuration = ServerConfiguration()
         configuration.port = 0
+        // No admin listener: its default port would collide between tests running at once.
+        configuration.adminListen = nil
         configuration.threads = 2
         configuration.database = location.location
         configuration.trustAnchorFile = anchor.path
@@ -76,7 +78,7 @@ final class ClientWorld: Sendable {
     }
 
     deinit {
-        server.withLock { $0?.stop() }
+        _ = server.withLock { $0?.stop() }
         try? FileManager.default.removeItem(at: directory)
     }
 

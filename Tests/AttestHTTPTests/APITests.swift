@@ -170,6 +170,35 @@ struct APITests {
         #expect(try client.postJSON("/v1/challenge", payload).status == 200)
     }
 
+    @Test("while the database is unavailable, 20 failing requests write one error line and one request line, not 40")
+    func outageLinesHeldBack() throws {
+        let world = try HTTPWorld { $0.busyTimeoutMilliseconds = 20 }
+        let client = try world.client()
+        let payload = #"{"client_id":"\#(world.integration.clientID)"}"#
+        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
+        try holder.execute("PRAGMA user_version")
+        let statuses: [Int] = try holder.immediateTransaction {
+            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+            return try (0..<20).map { _ in try client.postJSON("/v1/challenge", payload).status }
+        }
+        #expect(statuses == Array(repeating: 503, count: 20))
+        let lines = world.sink.lines.withLock { $0 }
+        let causes = lines.filter { $0.contains(#""msg":"storage unavailable""#) }
+        let requests = lines.filter { $0.contains(#""msg":"request""#) && $0.contains(#""status":503"#) }
+        #expect(causes.count == 1)
+        #expect(causes.first?.contains(#""level":"error""#) == true)
+        #expect(requests.count == 1)
+        #expect(requests.first?.contains(#""level":"warning""#) == true)
+        #expect(requests.first?.contains(#""repeated":0"#) == true)
+        // A client error is a warning too, and never held back.
+        for _ in 0..<3 {
+            #expect(try client.postJSON("/v1/challenge", #"{"client_id":"clid_unknown"}"#).status >= 400)
+        }
+        let refused = world.sink.lines.withLock { $0 }.filter { $0.contains(#""msg":"request""#) && $0.contains(#""status":4"#) }
+        #expect(refused.count == 3)
+        #expect(refused.allSatisfy { $0.contains(#""level":"warning""#) })
+    }
+
     @Test("refuses a body over 64 KiB before reading it (413)")
     func oversizedBody() throws {
         let world = try HTTPWorld()
@@ -311,5 +340,14 @@ struct APITests {
         #expect(metrics.contains("attestd_tokens_minted_total 1"))
         #expect(metrics.contains("attestd_active_devices 1"))
         #expect(metrics.contains("attestd_trust_anchor_is_apple 0"))
+        // The anchors' expiry, for AttestdTrustAnchorExpiring: the synthetic root's (twenty years
+        // on), and Apple Root CA - G3's (Apr 30 18:19:06 2039 GMT, `openssl x509 -enddate`).
+        let rootNotAfter = try #require(world.pki.root.notAfter)
+        #expect(rootNotAfter > Int64(Date().timeIntervalSince1970) + 19 * 365 * 86_400)
+        let fingerprint = Hex.encode(world.pki.root.sha256Fingerprint)
+        #expect(metrics.contains(#"attestd_trust_anchor_not_after_seconds{sha256="\#(fingerprint)",role="primary"} \#(rootNotAfter)"#))
+        #expect(health["trust_anchor_sha256"] as? String == fingerprint)
+        #expect(health["additional_root_sha256"] == nil)
+        #expect(metrics.contains("attestd_receipt_anchor_not_after_seconds 2187800346\n"))
     }
 }

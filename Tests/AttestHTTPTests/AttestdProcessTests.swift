@@ -16,7 +16,10 @@ final class AttestdProcess {
     init(arguments: [String], directory: URL) throws {
         self.directory = directory
         process.executableURL = Self.binary
-        process.arguments = arguments
+        // The admin listener on a free port too: its default (8081) would collide between tests.
+        // (Only beside --listen: `attestd --version` must stay alone.)
+        let serves = arguments.contains("--listen") && !arguments.contains("--admin-listen")
+        process.arguments = serves ? arguments + ["--admin-listen", "127.0.0.1:0"] : arguments
         process.currentDirectoryURL = directory
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
@@ -37,6 +40,23 @@ final class AttestdProcess {
         }
         let log = consumed + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (process.terminationStatus, log)
+    }
+
+    /// Whether the log shows `text` within `seconds` (reads stderr while it waits).
+    func logShows(_ text: String, within seconds: Double) -> Bool {
+        let handle = errors.fileHandleForReading
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while !consumed.contains(text) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1) > 0
+            else { continue }
+            let chunk = handle.availableData
+            if chunk.isEmpty { return false }
+            consumed += String(decoding: chunk, as: UTF8.self)
+        }
+        return true
     }
 
     /// The port from the "listening" log line (reads stderr until it appears).
@@ -167,15 +187,48 @@ struct AttestdProcessTests {
         #expect(log.contains(":***@"))
     }
 
-    @Test("refuses to start, without the password in the message, when PostgreSQL cannot be reached")
+    @Test(
+        "started while PostgreSQL cannot be reached, runs and answers 503 with Retry-After (readiness too), logs no password, stops cleanly"
+    )
     func unreachablePostgres() throws {
         let directory = try temporaryDirectory()
-        let (status, log) = try AttestdProcess(
-            arguments: ["--listen", "127.0.0.1:0", "--db", "postgresql://attestd:hunter2-secret@127.0.0.1:1/attestd"], directory: directory
-        ).finish()
-        #expect(status == 1)
-        #expect(log.contains("refusing to start"))
+        let attestd = try AttestdProcess(
+            arguments: ["--listen", "127.0.0.1:0", "--db", "postgresql://attestd:hunter2-secret@127.0.0.1:1/attestd"], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        let client = try RawHTTPClient(port: port)
+        let ready = try client.request("GET", "/readyz")
+        #expect(ready.status == 503)
+        #expect(ready.header("Retry-After") != nil)
+        #expect(try client.request("GET", "/healthz").status == 200)
+        let challenge = try client.postJSON("/v1/challenge", #"{"client_id":"clid_00000000000000000000000000000000"}"#)
+        #expect(challenge.status == 503)
+        attestd.process.terminate()
+        let (status, log) = attestd.finish()
+        #expect(status == 0)
+        #expect(log.contains("the database does not answer"))
         #expect(!log.contains("hunter2-secret"))
+    }
+
+    @Test("exits 1 at a stop whose final checkpoint fails (a reader holds the log), and 0 at a clean one")
+    func uncleanStopExitsOne() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("attestd.sqlite").path
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        _ = try #require(attestd.listeningPort())
+        // A reader in the middle of a statement (its implicit read transaction open until reset):
+        // the TRUNCATE checkpoint cannot empty the log.
+        let reader = try SQLiteDatabase(path: path, create: false)
+        let statement = try reader.prepare("SELECT count(*) FROM schema_migrations")
+        _ = try statement.step()
+        attestd.process.terminate()
+        let (status, log) = attestd.finish()
+        #expect(status == 1)
+        #expect(log.contains("closing the database failed"))
+        try statement.reset()
+        let again = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        _ = try #require(again.listeningPort())
+        again.process.terminate()
+        #expect(again.finish().status == 0)
     }
 
     @Test("creates its database files 0600 whatever the umask, and warns about a gateway secret others can read")

@@ -51,6 +51,7 @@ final class HTTPWorld {
         try (gatewaySecret + "\n").write(to: secretFile, atomically: true, encoding: .utf8)
         var configuration = ServerConfiguration()
         configuration.port = 0
+        configuration.adminListen = ListenAddress(host: "127.0.0.1", port: 0)
         location = try TestStoreLocation(backend)
         configuration.database = location.location
         configuration.trustAnchorFile = anchorFile.path
@@ -102,13 +103,14 @@ final class HTTPWorld {
     }
 
     /// The JSON body of a valid /v1/attest request for `device`.
-    func attestBody(_ client: RawHTTPClient, device: SyntheticDevice, mutate: (inout AttestationParts) -> Void = { _ in }) throws -> String
-    {
+    func attestBody(
+        _ client: RawHTTPClient, device: SyntheticDevice, pki root: SyntheticPKI? = nil, mutate: (inout AttestationParts) -> Void = { _ in }
+    ) throws -> String {
         let (text, bytes) = try challenge(client)
         var parts = device.attestationParts(
             appID: appID, environment: .production, clientDataHash: Digest.sha256(bytes), time: Int64(Date().timeIntervalSince1970))
         mutate(&parts)
-        let object = try device.attestationObject(parts, pki: pki)
+        let object = try device.attestationObject(parts, pki: root ?? pki)
         return
             #"{"client_id":"\#(integration.clientID)","key_id":"\#(Data(device.keyID).base64EncodedString())","attestation":"\#(Data(object).base64EncodedString())","challenge":"\#(text)"}"#
     }
@@ -122,8 +124,8 @@ final class HTTPWorld {
     }
 
     /// Attests `device` and returns its first access token.
-    func attest(_ client: RawHTTPClient, device: SyntheticDevice) throws -> String {
-        let response = try client.postJSON("/v1/attest", try attestBody(client, device: device))
+    func attest(_ client: RawHTTPClient, device: SyntheticDevice, pki root: SyntheticPKI? = nil) throws -> String {
+        let response = try client.postJSON("/v1/attest", try attestBody(client, device: device, pki: root))
         #expect(response.status == 200, "\(response.text)")
         return try #require(json(response)["access_token"] as? String)
     }

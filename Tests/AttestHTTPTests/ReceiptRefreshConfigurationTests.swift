@@ -32,6 +32,41 @@ struct ReceiptRefreshConfigurationTests {
         }
         #expect(ServerConfiguration.usage.contains("--secrets-key-file"))
     }
+
+    @Test("--apple-receipt-url is taken from the command line only: ATTESTD_APPLE_RECEIPT_URL is ignored (L5)")
+    func receiptURLNotFromEnvironment() throws {
+        let configuration = try ServerConfiguration.parse([], environment: ["ATTESTD_APPLE_RECEIPT_URL": "https://fake.example"])
+        #expect(configuration.appleReceiptURL == nil)
+        #expect(!ServerConfiguration.usage.contains("ATTESTD_APPLE_RECEIPT_URL"))
+    }
+
+    @Test(
+        "--apple-receipt-url takes https:// to any host and plain http:// only to a loopback address (L5)",
+        arguments: [
+            ("https://data.example.com", true), ("https://10.0.0.5:8443/base", true), ("http://127.0.0.1:9", true),
+            ("http://127.3.2.1", true), ("http://[::1]:8080/apple", true), ("HTTP://127.0.0.1:9", true),
+            ("http://fake-apple.example", false), ("http://10.0.0.5:8080", false), ("http://localhost:9", false),
+            ("http://127.0.0.1@fake-apple.example/", false), ("https://user:pw@data.example.com", false),
+            ("http://127.0.0.1.fake-apple.example", false), ("http://[::2]:9", false), ("http://127.0.0.1:9x", false),
+            ("ftp://127.0.0.1", false), ("https://", false),
+        ])
+    func receiptURLSchemes(_ url: String, _ accepted: Bool) {
+        let parsed = try? ServerConfiguration.parse(["--apple-receipt-url", url], environment: [:])
+        #expect((parsed?.appleReceiptURL != nil) == accepted, "\(url)")
+    }
+
+    @Test("/healthz and /metrics say whether receipts go to Apple's hosts (L5)")
+    func receiptURLReported() throws {
+        let apple = try HTTPWorld()
+        let client = try apple.client()
+        #expect(apple.json(try client.request("GET", "/healthz"))["apple_receipt_url"] as? String == "apple")
+        #expect(try client.request("GET", "/metrics").text.contains("attestd_apple_receipt_url_is_apple 1"))
+        let replaced = try HTTPWorld { $0.appleReceiptURL = "http://127.0.0.1:9" }
+        let other = try replaced.client()
+        #expect(replaced.json(try other.request("GET", "/healthz"))["apple_receipt_url"] as? String == "custom (test only)")
+        #expect(try other.request("GET", "/metrics").text.contains("attestd_apple_receipt_url_is_apple 0"))
+        #expect(replaced.sink.all.contains("APPLE RECEIPT URL REPLACED"))
+    }
 }
 
 @Suite("/metrics with and without the receipt refresher")

@@ -52,6 +52,23 @@ struct ResponderTests {
         #expect(lines.allSatisfy { $0.contains(#""duration_ms":"#) })
     }
 
+    @Test(
+        "a scrape shows the process's memory, descriptors and threads, and the pool's state, read at the scrape",
+        arguments: StoreBackend.available)
+    func processAndPoolMetrics(_ backend: StoreBackend) throws {
+        let world = try HTTPWorld(backend, listening: false)
+        let text = String(decoding: world.app.router.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
+        func value(_ name: String) -> Int? {
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
+        #expect((value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect((value("process_open_fds") ?? 0) > 2)
+        #expect((value("process_max_fds") ?? 0) >= (value("process_open_fds") ?? 0))
+        #expect((value("process_threads") ?? 0) >= 1)
+        #expect(value("attestd_db_pool_size") == (backend == .postgresql ? world.app.store.poolStatistics?.size : 0))
+        #expect(value("attestd_db_pool_waiting") == 0)
+    }
+
     @Test("registers the /test/ routes only in test mode")
     func testRoutesOnlyInTestMode() throws {
         let production = try HTTPWorld(listening: false)

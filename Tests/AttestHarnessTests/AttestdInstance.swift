@@ -57,7 +57,7 @@ final class AttestdInstance {
         databasePath = workDirectory.appendingPathComponent("attestd.sqlite").path
         process = Process()
         process.executableURL = Self.attestd
-        process.arguments = ["--insecure-test-mode", "--listen", "127.0.0.1:0", "--db", databasePath]
+        process.arguments = ["--insecure-test-mode", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0", "--db", databasePath]
         process.currentDirectoryURL = workDirectory
         process.standardOutput = FileHandle.nullDevice
         let errors = Pipe()

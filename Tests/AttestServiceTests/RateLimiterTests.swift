@@ -34,3 +34,21 @@ struct RateLimiterTests {
         #expect(limiter.take(.challenges(clientID: "clid_x"), limit: limit, now: 0.001) != nil)
     }
 }
+
+@Suite("Rate limiter: several limits at once")
+struct RateLimiterAllOfTests {
+    @Test("takes from every bucket only when all allow; otherwise none is charged and the longest wait is returned")
+    func allOrNothing() {
+        let limiter = RateLimiter()
+        let integration = RateLimit(perSecond: 1, burst: 3)
+        let address = RateLimit(perSecond: 0.5, burst: 1)
+        let both: [(key: RateLimitKey, limit: RateLimit)] = [(.challenges(clientID: "clid_x"), integration), (.address("a"), address)]
+        #expect(limiter.take(both, now: 0) == nil)
+        for _ in 0..<20 { #expect(limiter.take(both, now: 0) == 2) }
+        // The integration's bucket still holds the two tokens the refused requests did not take.
+        #expect(limiter.take([(.challenges(clientID: "clid_x"), integration), (.address("b"), address)], now: 0) == nil)
+        #expect(limiter.take([(.challenges(clientID: "clid_x"), integration), (.address("c"), address)], now: 0) == nil)
+        #expect(limiter.take([(.challenges(clientID: "clid_x"), integration), (.address("d"), address)], now: 0) == 1)
+        #expect(limiter.take([(.address("e"), .unlimited)], now: 0) == nil)
+    }
+}

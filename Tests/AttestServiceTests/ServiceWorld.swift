@@ -49,13 +49,15 @@ struct ServiceWorld {
     }
 
     /// A complete, valid attest request for `device`, with a fresh challenge.
-    func attestRequest(_ device: SyntheticDevice, environment: AppAttestEnvironment = .production) throws -> AttestRequest {
+    func attestRequest(
+        _ device: SyntheticDevice, environment: AppAttestEnvironment = .production, under root: SyntheticPKI? = nil
+    ) throws -> AttestRequest {
         let challenge = try challenge()
         let parts = device.attestationParts(
             appID: appID, environment: environment, clientDataHash: Digest.sha256(challenge.bytes), time: clock.now())
         return AttestRequest(
             clientID: clientID, keyID: try #require(KeyID(device.keyID)),
-            object: try device.attestationObject(parts, pki: pki),
+            object: try device.attestationObject(parts, pki: root ?? pki),
             challenge: challenge)
     }
 

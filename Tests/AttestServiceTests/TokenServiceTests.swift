@@ -378,6 +378,36 @@ struct TokenServiceTests {
         #expect(try world.store.device(keyID: device.keyID)?.counter == 0)
     }
 
+    @Test("with a next root added beside the current one, new devices attest under either and every device keeps refreshing")
+    func additionalRoot() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        var before = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(before), from: "127.0.0.1")
+        let next = try SyntheticPKI(validAround: ServiceWorld.start, rootName: "Next App Attestation Root CA")
+        let both = TokenService(
+            store: world.store, verifier: try AttestationVerifier(anchors: [world.pki.anchor, next.anchor]), clock: world.clock,
+            policy: world.service.policy)
+        var under = try SyntheticDevice()
+        _ = try both.attest(try world.attestRequest(under, under: next), from: "127.0.0.1")
+        // Each device records the root its chain ended at.
+        #expect(try world.store.device(keyID: before.keyID)?.trustAnchor == Hex.encode(world.pki.root.sha256Fingerprint))
+        #expect(try world.store.device(keyID: under.keyID)?.trustAnchor == Hex.encode(next.root.sha256Fingerprint))
+        _ = try both.refresh(try world.refreshRequest(&before), from: "127.0.0.1")
+        _ = try both.refresh(try world.refreshRequest(&under), from: "127.0.0.1")
+        // Without the added root, a device attested under it is refused; one attested under the
+        // current root still is not.
+        #expect(
+            serviceError { try world.service.refresh(try world.refreshRequest(&under), from: "127.0.0.1") }
+                == ServiceError(.assertionRejected, .check(.trustAnchor), ""))
+        _ = try world.service.refresh(try world.refreshRequest(&before), from: "127.0.0.1")
+        // A chain to neither root is refused with the primary's reason.
+        let stranger = try SyntheticPKI(validAround: ServiceWorld.start)
+        #expect(
+            serviceError { try both.attest(try world.attestRequest(try SyntheticDevice(), under: stranger), from: "127.0.0.1") }?.code
+                == .attestationRejected)
+    }
+
     @Test("an assertion must carry the App ID its key attested as, not another bundle ID of the integration")
     func refreshBoundToAttestedAppID() throws {
         let world = try ServiceWorld(bundleIDs: ["com.example.messages", "com.example.other"])

@@ -301,10 +301,34 @@ struct StoreLocationTests {
             ("postgres://u@h/db?sslmode=require&password=pw", "postgres://u@h/db?sslmode=require&password=***"),
             ("postgresql:///attestd?host=/run/postgresql", "postgresql:///attestd?host=/run/postgresql"),
             ("postgresql://a%40b:p%3Aw@h:1/d", "postgresql://a%40b:***@h:1/d"),
+            // Issue 18, L4: every parameter whose name ends in "password", also percent-encoded.
+            ("postgresql://u@h/d?sslpassword=key-pw&sslmode=require", "postgresql://u@h/d?sslpassword=***&sslmode=require"),
+            ("postgresql://u@h/d?pass%77ord=pw", "postgresql://u@h/d?pass%77ord=***"),
+            ("postgresql://u@h/d?SSL%50ASSWORD=pw&password=", "postgresql://u@h/d?SSL%50ASSWORD=***&password=***"),
+            // A raw '/' or '@' in the password (which libpq reads otherwise) is hidden whole.
+            ("postgresql://u:pa/ss@h/d", "postgresql://u:***@h/d"), ("postgresql://u:p@ss@h/d", "postgresql://u:***@h/d"),
         ])
     func redaction(_ uri: String, _ shown: String) throws {
         #expect(PostgresSettings(uri: uri).redactedURI == shown)
         #expect(try StoreLocation(uri).redacted == shown)
+    }
+
+    @Test(
+        "a URI libpq cannot read, or would read part of the password from, is refused as misuse without libpq's words (L4)",
+        arguments: [
+            ("postgresql://attestd:pa%zzword@127.0.0.1:1/attestd", "zzword"), ("postgresql://attestd:100%@127.0.0.1:1/attestd", "100%"),
+            ("postgresql://attestd:pa/ss-word@127.0.0.1:1/attestd", "ss-word"),
+            ("postgresql://attestd:pa@ss-word@127.0.0.1:1/attestd", "ss-word"),
+        ])
+    func malformedURI(_ uri: String, _ secret: String) {
+        do {
+            _ = try PostgresConnection(PostgresSettings(uri: uri, connectTimeoutSeconds: 2))
+            Issue.record("connected with \(uri)")
+        } catch {
+            #expect(error.code == .misuse)
+            #expect(!error.description.contains(secret), "\(error)")
+            #expect(error.description.contains("%25"))
+        }
     }
 
 }

@@ -34,6 +34,15 @@ struct StoredColumnsTests {
         tokenHash: [UInt8](repeating: 3, count: 32), clientID: "clid_full", workspaceID: "ws_full", keyID: [UInt8](repeating: 8, count: 32),
         scope: "messages", issuedAt: time, expiresAt: time + 3600)
     static let audit = AuditEntry(at: time, actor: "alice (attestctl)", action: .integrationUpdate, target: "clid_full", detail: "a \"b\"")
+    static let workspaceAudit = AuditEntry(
+        at: time + 1, actor: "Ops key", action: .adminKeyCreate, target: "admk_0011223344556677", detail: "role owner",
+        workspaceID: "ws_full")
+    static let adminKey = AdminKeyRecord(
+        id: "admk_0011223344556677", keyHash: [UInt8](repeating: 5, count: 32), workspaceID: "ws_full", role: .primaryOwner,
+        name: "Ops key \u{e9}", createdAt: time)
+    static let revokedAdminKey = AdminKeyRecord(
+        id: "admk_8899aabbccddeeff", keyHash: [UInt8](repeating: 6, count: 32), workspaceID: "ws_bare", role: .developer, name: "Old",
+        createdAt: time - 1, revokedAt: time)
 
     @Test("each record reads back exactly as written", arguments: StoreBackend.available)
     func roundTrip(_ backend: StoreBackend) throws {
@@ -43,22 +52,29 @@ struct StoredColumnsTests {
             try store.insertIntegration(integration, audit: nil)
             #expect(try store.integration(clientID: integration.clientID) == integration)
         }
+        for key in [Self.adminKey, Self.revokedAdminKey] {
+            try store.insertAdminKey(key, audit: nil)
+            #expect(try store.adminKey(id: key.id) == key)
+        }
         let snapshot = StoreSnapshot(
-            integrations: [], devices: [Self.device, Self.deviceWithoutReceipt], tokens: [Self.token], auditEntries: [Self.audit])
+            integrations: [], devices: [Self.device, Self.deviceWithoutReceipt], tokens: [Self.token],
+            auditEntries: [Self.audit, Self.workspaceAudit], adminKeys: [Self.revokedAdminKey, Self.adminKey])
         let copyLocation = try TestStoreLocation(backend)
         let copy = try copyLocation.open(at: Self.time)
         try copy.restore(
             StoreSnapshot(
                 integrations: [Self.bare, Self.full], devices: snapshot.devices, tokens: snapshot.tokens,
-                auditEntries: snapshot.auditEntries))
+                auditEntries: snapshot.auditEntries, adminKeys: snapshot.adminKeys))
         #expect(try copy.device(keyID: Self.device.keyID) == Self.device)
         #expect(try copy.device(keyID: Self.deviceWithoutReceipt.keyID) == Self.deviceWithoutReceipt)
-        #expect(try copy.auditLog(since: 0, limit: 10) == [Self.audit])
+        #expect(try copy.auditLog(since: 0, limit: 10) == [Self.audit, Self.workspaceAudit])
+        #expect(try copy.adminKeys(workspaceID: nil) == [Self.revokedAdminKey, Self.adminKey])
         let back = try copy.snapshot(at: Self.time)
         #expect(back.integrations == [Self.bare, Self.full])
         #expect(back.devices == [Self.device, Self.deviceWithoutReceipt])
         #expect(back.tokens == [Self.token])
-        #expect(back.auditEntries == [Self.audit])
+        #expect(back.auditEntries == [Self.audit, Self.workspaceAudit])
+        #expect(back.adminKeys == [Self.revokedAdminKey, Self.adminKey])
         withExtendedLifetime((location, copyLocation)) {}
     }
 

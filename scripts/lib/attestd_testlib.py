@@ -106,18 +106,25 @@ class Attestd:
     """attestd --listen 127.0.0.1:0 ARGS..., its stderr in `log`."""
 
     PORT = re.compile(r'"listen\.port":([0-9]+)')
+    ADMIN_PORT = re.compile(r'"admin\.listen":"[^"]*:([0-9]+)"')
 
     def __init__(self, binary, log, args, stdout=None, start_seconds=10.0):
         self.log = log
         self.port = None
+        self.admin_port = None
         with open(log, "wb") as err:
-            self.proc = subprocess.Popen([binary, "--listen", "%s:0" % HOST, *args], stdout=stdout, stderr=err)
+            # The admin listener on a free port too, unless the caller chose: its default (8081)
+            # would collide between checks running at once.
+            admin = [] if "--admin-listen" in args else ["--admin-listen", "%s:0" % HOST]
+            self.proc = subprocess.Popen([binary, "--listen", "%s:0" % HOST, *admin, *args], stdout=stdout, stderr=err)
         self.pid = self.proc.pid
         deadline = time.monotonic() + start_seconds
         while time.monotonic() < deadline:
             match = self.PORT.search(self.log_text())
             if match:
                 self.port = int(match.group(1))
+                admin = self.ADMIN_PORT.search(self.log_text())
+                self.admin_port = int(admin.group(1)) if admin else None
                 return
             if self.proc.poll() is not None:
                 break

@@ -54,10 +54,14 @@ struct GatewayRoutes: Sendable {
     }
 
     /// RFC 7009 revocation: 200 whatever the token was (unknown, expired, garbage), so the answer
-    /// says nothing about it.
+    /// says nothing about it. The log line says what happened: a prefix of the token's SHA-256,
+    /// the client ID of a live token, and `revoked` or `no_live_token`.
     private func revoke(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
         let token = try Self.formToken(context.request)
-        try Problem.calling { () throws(ServiceError) in try service.revokeToken(token) }
+        let revocation = try Problem.calling { () throws(ServiceError) in try service.revokeToken(token) }
+        context.log.tokenHashPrefix = revocation?.hashPrefix
+        context.log.clientID = revocation?.clientID
+        context.log.outcome = revocation?.deleted == true ? "revoked" : "no_live_token"
         return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
     }
 

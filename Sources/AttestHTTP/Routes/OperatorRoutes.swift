@@ -27,12 +27,20 @@ struct OperatorRoutes: Sendable {
         }
     }
 
-    /// Liveness: the process answers. Says which trust anchor and storage it runs with.
+    /// Liveness: the process answers. Says which trust anchor, receipt exchange and storage it
+    /// runs with.
     private func healthz(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
-        JSONBody.response([
+        var members: [(String, any Sendable)] = [
             ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"),
+        ]
+        let anchors = settings.trustAnchorFingerprints
+        if let primary = anchors.first { members.append(("trust_anchor_sha256", primary)) }
+        if anchors.count > 1 { members.append(("additional_root_sha256", anchors[1])) }
+        members += [
+            ("apple_receipt_url", settings.exchangesReceiptsWithApple ? "apple" : "custom (test only)"),
             ("test_mode", settings.testClock != nil), ("storage", settings.storage), ("version", settings.version),
-        ])
+        ]
+        return JSONBody.response(members)
     }
 
     /// Readiness: 200 while the storage answers, 503 `storage_unavailable` with Retry-After

@@ -1,4 +1,5 @@
 import AttestHTTPServer
+import AttestService
 
 /// One request on its way through the router: what middleware and handlers read and write.
 struct RequestContext: Sendable {
@@ -16,10 +17,17 @@ struct RequestContext: Sendable {
     var requestID = ""
     /// The client's address: the TCP peer, or what a trusted proxy forwarded (`ClientAddresses`).
     var client = ""
+    /// Whether the client reached a trusted proxy over TLS (`ClientAddresses`): the console's
+    /// cookie is then `Secure`.
+    var viaTLS = false
     /// The problem the request was refused with, if any.
     var problem: Problem?
     /// What the log line says besides route and status.
     var log = RequestLogFields()
+    /// Who calls the admin API, set by `AdminAuthentication` (nil on every other route).
+    var principal: AdminPrincipal?
+    /// The console session's secret when the request was authenticated by its cookie.
+    var session: String?
 
     init(request: HTTPRequest) {
         self.request = request
@@ -49,4 +57,6 @@ struct RequestLogFields: Sendable {
     var outcome: String?
     /// Who acted, for requests authenticated as a person or a key (the admin API).
     var actor: String?
+    /// The first hex digits of the SHA-256 of the token a request acted on (`/v1/revoke`).
+    var tokenHashPrefix: String?
 }

@@ -46,6 +46,7 @@ struct ClientAddresses: RouterMiddleware {
                 ["remote": .string(request.remoteAddress)])
         }
         context.client = address
+        context.viaTLS = addresses.viaTLS(peer: request.remoteAddress, forwardedProto: request.headerValues("X-Forwarded-Proto"))
     }
 }
 
@@ -60,17 +61,21 @@ struct ObservedRequests: RouterMiddleware {
     /// Routes whose successful requests are sampled by `logSuccessEvery`.
     let sampledRoutes: Set<String>
     private let successes = RequestCounter()
+    /// Error lines (5xx requests and their causes) held to one per kind and interval.
+    private let repeated: RepeatedLines
 
-    init(metrics: Metrics, logger: Logger, logSuccessEvery: Int, sampledRoutes: Set<String>) {
+    init(metrics: Metrics, logger: Logger, logSuccessEvery: Int, sampledRoutes: Set<String>, repeated: RepeatedLines = RepeatedLines()) {
         (self.metrics, self.logger, self.logSuccessEvery, self.sampledRoutes) = (metrics, logger, logSuccessEvery, sampledRoutes)
+        self.repeated = repeated
     }
 
     func complete(_ response: inout HTTPResponse, _ context: RequestContext) {
         if let problem = context.problem, let internalReason = problem.internalReason {
             metrics.recordStorageError(problem.subcode.identifier)
-            logger.log(
-                .error, problem.code == .service(.storageUnavailable) ? "storage unavailable" : "internal error",
-                ["detail": .string(internalReason)])
+            let message = problem.code == .service(.storageUnavailable) ? "storage unavailable" : "internal error"
+            if let heldBack = repeated.admit("\(message) \(internalReason)") {
+                logger.log(.error, message, ["detail": .string(internalReason), "repeated": .int(heldBack)])
+            }
         }
         let elapsed = ContinuousClock.now - context.started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -83,8 +88,15 @@ struct ObservedRequests: RouterMiddleware {
         ]
         if let clientID = log.clientID { fields.append(("client.id", .string(clientID))) }
         if let actor = log.actor { fields.append(("actor", .string(actor))) }
+        if let prefix = log.tokenHashPrefix { fields.append(("token.sha256_prefix", .string(prefix))) }
         fields.append(("remote", .string(context.client)))
-        logger.log(response.status >= 500 ? .error : .info, "request", fields: fields)
+        if response.status >= 500 {
+            // A failing dependency fails every request alike: one line per route, status and
+            // outcome per interval, with the count held back.
+            guard let heldBack = repeated.admit("request \(context.routeName) \(response.status) \(log.outcome ?? "")") else { return }
+            fields.append(("repeated", .int(heldBack)))
+        }
+        logger.log(response.status >= 400 ? .warning : .info, "request", fields: fields)
     }
 
     /// Whether this request's line is written: every failure is; successful gateway checks (the

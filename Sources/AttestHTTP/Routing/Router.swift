@@ -37,10 +37,13 @@ struct Route: Sendable {
 package struct Router: HTTPResponder {
     private let routes: [Route]
     private let middleware: [any RouterMiddleware]
+    /// The deadline of answers given later.
+    let answerDeadlines: AnswerDeadlines
 
-    init(routes: [Route], middleware: [any RouterMiddleware]) {
+    init(routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration) {
         self.routes = routes
         self.middleware = middleware
+        answerDeadlines = AnswerDeadlines(limit: answerDeadline)
     }
 
     /// Answers one request, waiting for a route that answers later (tests, and callers without
@@ -73,7 +76,7 @@ package struct Router: HTTPResponder {
             case .later(let start):
                 let begun = context
                 let chain = applied
-                try start(begun) { build in
+                let pending = PendingAnswer(deadlines: answerDeadlines) { build in
                     complete {
                         var context = begun
                         let response: HTTPResponse
@@ -85,6 +88,8 @@ package struct Router: HTTPResponder {
                         return finish(response, context, chain)
                     }
                 }
+                try start(begun) { build in pending.reply(build) }
+                pending.startDeadline()
             }
         } catch {
             let response = Self.refuse(error, &context)

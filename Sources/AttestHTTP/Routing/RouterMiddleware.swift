@@ -27,9 +27,10 @@ final class RouterBuilder {
         routes.append(route)
     }
 
-    /// The router, with `middleware` around every request (also those no route matches).
-    func router(middleware: [any RouterMiddleware]) -> Router {
-        Router(routes: routes, middleware: middleware)
+    /// The router, with `middleware` around every request (also those no route matches); an
+    /// answer given later that has not come within `answerDeadline` is 503 `storage_unavailable`.
+    func router(middleware: [any RouterMiddleware], answerDeadline: Duration = .seconds(5)) -> Router {
+        Router(routes: routes, middleware: middleware, answerDeadline: answerDeadline)
     }
 }
 

@@ -1,0 +1,122 @@
+// The console: sign-in, the header, and the router from the location's hash to a screen.
+import { currentSession, signIn, signOut, APIError } from "./api.js";
+import { h, show, toast } from "./dom.js";
+import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
+import { auditScreen } from "./audit.js";
+import { keysScreen } from "./keys.js";
+
+let session = null;
+
+function signInScreen(message) {
+  const error = h("p", { class: "error", id: "sign-in-error", role: "alert" }, message || "");
+  const key = h("input", {
+    id: "admin-key", name: "key", type: "password", autocomplete: "off", spellcheck: "false", required: true,
+    "aria-describedby": "admin-key-help sign-in-error",
+  });
+  const form = h("form", { class: "card narrow", novalidate: true },
+    h("h1", {}, "Sign in"),
+    h("p", { class: "muted" }, "Use an admin key of your workspace. Your operator creates one with attestctl admin-key create."),
+    h("div", { class: "field" },
+      h("label", { for: "admin-key" }, "Admin key"),
+      key,
+      h("p", { class: "help", id: "admin-key-help" }, "Starts with adm_. It is sent once and exchanged for a session; it is not stored in the browser.")),
+    error,
+    h("div", { class: "actions" }, h("button", { type: "submit", id: "sign-in" }, "Sign in")));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    error.textContent = "";
+    if (!key.value.startsWith("adm_")) {
+      error.textContent = "An admin key starts with adm_.";
+      key.focus();
+      return;
+    }
+    try {
+      session = await signIn(key.value.trim());
+      key.value = "";
+      chrome();
+      location.hash = "#/integrations";
+      route();
+    } catch (failure) {
+      error.textContent = failure instanceof APIError && failure.status === 401
+        ? "This key is not valid: it is unknown or has been revoked." : `Sign-in failed: ${failure.message}`;
+      key.focus();
+    }
+  });
+  show("Sign in", form);
+  key.focus();
+}
+
+/** The header and navigation for the signed-in session. */
+function chrome() {
+  const who = document.getElementById("who");
+  const out = document.getElementById("sign-out");
+  const nav = document.getElementById("nav");
+  const signedIn = session !== null;
+  who.hidden = out.hidden = nav.hidden = !signedIn;
+  document.getElementById("nav-keys").hidden = !(signedIn && session.can_manage_keys);
+  if (signedIn) {
+    who.replaceChildren(
+      h("span", { class: "workspace" }, session.workspace_id), " · ", session.name, " · ",
+      h("span", { class: "role" }, session.role.replace("_", " ")));
+  }
+}
+
+function markSection(section) {
+  for (const link of document.querySelectorAll("#nav a")) {
+    if (link.dataset.section === section) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+}
+
+async function route() {
+  if (session === null) {
+    markSection("");
+    signInScreen();
+    return;
+  }
+  const parts = (location.hash.replace(/^#\/?/, "") || "integrations").split("/");
+  try {
+    if (parts[0] === "audit") {
+      markSection("audit");
+      await auditScreen();
+    } else if (parts[0] === "keys") {
+      markSection("keys");
+      await keysScreen(session);
+    } else if (parts[0] === "integrations" && parts[1] === "new") {
+      markSection("integrations");
+      await createScreen(session);
+    } else if (parts[0] === "integrations" && parts[1] && parts[2] === "devices") {
+      markSection("integrations");
+      await devicesScreen(session, decodeURIComponent(parts[1]));
+    } else if (parts[0] === "integrations" && parts[1]) {
+      markSection("integrations");
+      await overviewScreen(session, decodeURIComponent(parts[1]));
+    } else {
+      markSection("integrations");
+      await integrationsScreen(session);
+    }
+  } catch (failure) {
+    if (failure instanceof APIError && failure.status === 401) {
+      session = null;
+      chrome();
+      signInScreen("Your session has ended. Sign in again.");
+      return;
+    }
+    show("Error", h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, failure.message),
+      h("p", {}, h("a", { href: "#/integrations" }, "Back to App integrations")));
+  }
+}
+
+document.getElementById("sign-out").addEventListener("click", async () => {
+  try { await signOut(); } catch { /* the session may be gone already */ }
+  session = null;
+  chrome();
+  location.hash = "";
+  toast("Signed out.");
+  route();
+});
+
+window.addEventListener("hashchange", route);
+session = await currentSession();
+chrome();
+route();

@@ -1,0 +1,235 @@
+// App integrations: the list, Create app integration, an integration's Overview (with Revoke)
+// and its Devices.
+import { api, APIError } from "./api.js";
+import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+
+const teamPattern = /^[A-Z0-9]{10}$/;
+const bundlePattern = /^[A-Za-z0-9.-]{1,155}$/;
+const environments = { production: "Production", development: "Development", both: "Production and development" };
+
+const path = (clientID, rest = "") => `/admin/v1/integrations/${encodeURIComponent(clientID)}${rest}`;
+
+/** A click handler whose failure is told, not lost: a refusal's message, or a reload to sign-in once the session is gone. */
+function guarded(handler) {
+  return async (event) => {
+    try {
+      await handler(event);
+    } catch (error) {
+      if (error instanceof APIError && error.status === 401) location.reload();
+      else toast(error.message);
+    }
+  };
+}
+
+export async function integrationsScreen(session) {
+  const { integrations } = await api.get("/admin/v1/integrations");
+  const create = session.can_change
+    ? h("a", { class: "button", href: "#/integrations/new", id: "create-integration" }, "Create app integration") : null;
+  const table = integrations.length === 0
+    ? h("p", { class: "empty" }, "No app integrations yet.", session.can_change ? " Create one to give an app its client ID." : "")
+    : h("table", {},
+      h("caption", { class: "visually-hidden" }, "App integrations"),
+      h("thead", {}, h("tr", {}, ["Name", "Client ID", "Status", "Devices", "Live tokens", "Created"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, integrations.map((i) => h("tr", { "data-client-id": i.client_id },
+        h("td", {}, h("a", { href: `#/integrations/${encodeURIComponent(i.client_id)}` }, i.name)),
+        h("td", {}, h("code", {}, i.client_id)),
+        h("td", {}, badge(i.status)),
+        h("td", { class: "number" }, i.devices),
+        h("td", { class: "number" }, i.live_tokens),
+        h("td", {}, when(i.created_at))))));
+  show("App integrations", h("div", { class: "heading" }, h("h1", {}, "App integrations"), create), table);
+}
+
+/** A labelled field with its help and its inline message. */
+function field(id, label, control, help) {
+  control.id = id;
+  control.setAttribute("aria-describedby", `${id}-help ${id}-error`);
+  return h("div", { class: "field" }, h("label", { for: id }, label), control,
+    h("p", { class: "help", id: `${id}-help` }, help), h("p", { class: "error", id: `${id}-error`, role: "alert" }));
+}
+
+function setError(id, message) {
+  const element = document.getElementById(`${id}-error`);
+  element.textContent = message || "";
+  document.getElementById(id).setAttribute("aria-invalid", message ? "true" : "false");
+}
+
+export async function createScreen(session) {
+  if (!session.can_change) {
+    show("Create app integration", h("h1", {}, "Create app integration"),
+      h("p", {}, "Your role (", session.role, ") may view integrations but not create them."));
+    return;
+  }
+  const name = h("input", { name: "name", maxlength: "200", autocomplete: "off", required: true });
+  const team = h("input", { name: "team_id", maxlength: "10", autocomplete: "off", spellcheck: "false", required: true });
+  const bundles = h("textarea", { name: "bundle_ids", rows: "3", spellcheck: "false", required: true });
+  const environment = h("select", { name: "environment" },
+    Object.entries(environments).map(([value, label]) => h("option", { value }, label)));
+  const failure = h("p", { class: "error", role: "alert", id: "create-error" });
+  const submit = h("button", { type: "submit", id: "create-submit" }, "Create app integration");
+  const form = h("form", { class: "card", novalidate: true },
+    field("name", "Name", name, "For people: shown in this console and the audit log."),
+    field("team_id", "Apple Developer Team ID", team, "10 characters, upper-case letters and digits, as in your Apple Developer account."),
+    field("bundle_ids", "Bundle IDs", bundles, "One per line, 1 to 32, e.g. com.example.app."),
+    field("environment", "App Attest environment", environment,
+      "Production accepts App Store and TestFlight builds; development also accepts builds from Xcode."),
+    failure,
+    h("div", { class: "actions" }, h("a", { class: "button quiet", href: "#/integrations" }, "Cancel"), submit));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    failure.textContent = "";
+    const list = bundles.value.split(/[\s,]+/).filter((b) => b.length > 0);
+    const checks = {
+      name: name.value.trim() === "" ? "Enter a name." : "",
+      team_id: teamPattern.test(team.value) ? "" : "A Team ID is 10 upper-case letters and digits, e.g. ABCDE12345.",
+      bundle_ids: list.length === 0 ? "Enter at least one bundle ID."
+        : list.length > 32 ? `At most 32 bundle IDs (${list.length} entered).`
+        : list.find((b) => !bundlePattern.test(b)) ? `“${list.find((b) => !bundlePattern.test(b))}” is not a bundle ID.` : "",
+    };
+    for (const [id, message] of Object.entries(checks)) setError(id, message);
+    const first = Object.keys(checks).find((id) => checks[id]);
+    if (first) {
+      document.getElementById(first).focus();
+      return;
+    }
+    submit.disabled = true;
+    try {
+      const created = await api.post("/admin/v1/integrations",
+        { name: name.value.trim(), team_id: team.value, bundle_ids: list, environment: environment.value });
+      toast(`Created ${created.name}.`);
+      location.hash = `#/integrations/${encodeURIComponent(created.client_id)}`;
+    } catch (error) {
+      submit.disabled = false;
+      const fieldOf = { team_id: "team_id", bundle_id: "bundle_ids", bundle_id_count: "bundle_ids", bundle_id_duplicate: "bundle_ids", name: "name" };
+      if (error instanceof APIError && fieldOf[error.reason]) {
+        setError(fieldOf[error.reason], error.message);
+        document.getElementById(fieldOf[error.reason]).focus();
+      } else {
+        failure.textContent = error.message;
+      }
+    }
+  });
+  show("Create app integration", h("h1", {}, "Create app integration"), form);
+}
+
+function tabs(clientID, current) {
+  return h("nav", { class: "tabs", "aria-label": "Integration" },
+    h("a", { href: `#/integrations/${encodeURIComponent(clientID)}`, "aria-current": current === "overview" ? "page" : false }, "Overview"),
+    h("a", { href: `#/integrations/${encodeURIComponent(clientID)}/devices`, "aria-current": current === "devices" ? "page" : false }, "Devices"));
+}
+
+function header(integration, current) {
+  return [
+    h("p", { class: "crumbs" }, h("a", { href: "#/integrations" }, "App integrations"), " / "),
+    h("div", { class: "heading" }, h("h1", {}, integration.name), badge(integration.status)),
+    tabs(integration.client_id, current),
+  ];
+}
+
+function limit(value) { return value === null || value === undefined ? "No limit" : String(value); }
+
+export async function overviewScreen(session, clientID) {
+  const integration = await api.get(path(clientID));
+  const clientIDField = h("input", { id: "client-id", readonly: true, value: integration.client_id, class: "code", "aria-label": "Client ID" });
+  const copy = h("button", { type: "button", id: "copy-client-id", class: "quiet", "aria-label": "Copy the client ID" }, "Copy");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(integration.client_id);
+    } catch {
+      clientIDField.select();
+      document.execCommand("copy");
+    }
+    toast("Client ID copied.");
+  });
+  const rows = [
+    ["Client ID", h("div", { class: "copyable" }, clientIDField, copy)],
+    ["Workspace", integration.workspace_id],
+    ["Apple Developer Team ID", h("code", {}, integration.team_id)],
+    ["Bundle IDs", h("ul", { class: "plain" }, integration.bundle_ids.map((b) => h("li", {}, h("code", {}, b))))],
+    ["Environment", environments[integration.environment]],
+    ["Status", badge(integration.status)],
+    ["Created", when(integration.created_at)],
+    ["Valid receipt required", integration.policy.require_valid_receipt ? "Yes" : "No"],
+    ["Highest risk metric accepted", limit(integration.policy.max_risk_metric)],
+    ["New keys per hour", limit(integration.policy.max_new_keys_per_hour)],
+    ["Live tokens per device", limit(integration.policy.max_live_tokens_per_device)],
+  ];
+  const details = h("dl", { class: "details" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
+  const actions = [];
+  if (session.can_change && integration.status !== "revoked") {
+    const suspended = integration.status === "suspended";
+    const pause = h("button", { type: "button", class: "quiet", id: suspended ? "resume" : "suspend" }, suspended ? "Resume" : "Suspend");
+    pause.addEventListener("click", guarded(async () => {
+      await api.post(path(clientID, suspended ? "/resume" : "/suspend"), {});
+      toast(suspended ? "Resumed." : "Suspended: its tokens and devices are refused until resumed.");
+      await overviewScreen(session, clientID);
+    }));
+    const revoke = h("button", { type: "button", class: "danger", id: "revoke" }, "Revoke");
+    revoke.addEventListener("click", guarded(() => revokeIntegration(session, clientID)));
+    actions.push(h("section", { class: "card danger-zone", "aria-labelledby": "danger-title" },
+      h("h2", { id: "danger-title" }, "Stop this app"),
+      h("p", {}, "Suspend refuses its tokens and devices until you resume it. Revoke is permanent."),
+      h("div", { class: "actions start" }, pause, revoke)));
+  }
+  show(integration.name, header(integration, "overview"), h("section", { class: "card" }, details), actions);
+}
+
+async function revokeIntegration(session, clientID) {
+  const integration = (await api.get("/admin/v1/integrations")).integrations.find((i) => i.client_id === clientID);
+  if (!integration) return;
+  const confirmed = await confirmDialog({
+    title: `Revoke ${integration.name}?`,
+    body: [
+      h("p", {}, "This is permanent and cannot be undone."),
+      h("ul", {},
+        h("li", {}, `Its ${integration.live_tokens} live access tokens stop working at once.`),
+        h("li", {}, `Its ${integration.devices} devices are blocked and can never get new tokens.`),
+        h("li", {}, "Its client ID ", h("code", {}, clientID), " is never reused; the app needs a new integration.")),
+    ],
+    action: "Revoke integration",
+    typed: integration.name,
+    label: `Type the integration's name (${integration.name}) to confirm`,
+  });
+  if (!confirmed) return;
+  const result = await api.post(path(clientID, "/revoke"), { confirm: clientID });
+  toast(`Revoked ${integration.name}: ${result.tokens_revoked} tokens revoked, ${result.devices_blocked} devices blocked.`);
+  overviewScreen(session, clientID);
+}
+
+export async function devicesScreen(session, clientID) {
+  const integration = await api.get(path(clientID));
+  const { devices } = await api.get(path(clientID, "/devices"));
+  const columns = ["Key ID", "Status", "Environment", "Counter", "Receipt", "Risk metric", "Live tokens", "Attested"];
+  if (session.can_change) columns.push("Actions");
+  const table = devices.length === 0
+    ? h("p", { class: "empty" }, "No device has attested with this integration yet.")
+    : h("table", {},
+      h("caption", { class: "visually-hidden" }, "Devices"),
+      h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, devices.map((d) => {
+        const cells = [
+          h("td", {}, h("code", { title: d.key_id }, `${d.key_id.slice(0, 12)}…`)),
+          h("td", {}, badge(d.status)), h("td", {}, d.environment), h("td", { class: "number" }, d.counter),
+          h("td", {}, d.receipt_verdict || "—"), h("td", { class: "number" }, d.risk_metric ?? "—"),
+          h("td", { class: "number" }, d.live_tokens), h("td", {}, when(d.created_at)),
+        ];
+        if (session.can_change) {
+          const block = h("button", { type: "button", class: "quiet small", "aria-label": `Block device ${d.key_id.slice(0, 12)}`,
+            disabled: d.status !== "active" }, "Block");
+          block.addEventListener("click", guarded(async () => {
+            const ok = await confirmDialog({
+              title: "Block this device?",
+              body: [h("p", {}, `Its ${d.live_tokens} live tokens stop working at once and it can never refresh or attest again.`)],
+              action: "Block device",
+            });
+            if (!ok) return;
+            const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
+            toast(`Device blocked: ${result.tokens_revoked} tokens revoked.`);
+            await devicesScreen(session, clientID);
+          }));
+          cells.push(h("td", {}, block));
+        }
+        return h("tr", { "data-key-id": d.key_id }, cells);
+      })));
+  show(`${integration.name} devices`, header(integration, "devices"), table);
+}

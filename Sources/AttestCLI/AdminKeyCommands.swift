@@ -1,0 +1,114 @@
+import AttestCrypto
+import AttestObservability
+import AttestOptions
+import AttestService
+import AttestStorage
+
+/// `attestctl admin-key create|list|revoke`: the keys of workspace admins (the admin API and the
+/// console). A key's secret is printed once, by `create`; the database holds only its SHA-256.
+enum AdminKeyCommands {
+    static let workspace = OptionSpec(
+        "workspace", value: "W", help: "the workspace the key administers (1-64 of A-Z a-z 0-9 _ -)", required: true)
+    static let workspaceFilter = OptionSpec("workspace", value: "W", help: "only this workspace's keys")
+    static let role = OptionSpec(
+        "role", value: "ROLE", help: "user, developer, admin, owner or primary_owner (changes need admin or above)", required: true)
+    static let name = OptionSpec("name", value: "N", help: "who holds the key: the audit log's actor for its every use", required: true)
+
+    static let create = Command(
+        path: ["admin-key", "create"],
+        summary: "Create a workspace admin key and print it once (prefix adm_); only its hash is stored.",
+        options: [workspace, role, name, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json],
+        run: runCreate)
+
+    static let list = Command(
+        path: ["admin-key", "list"], summary: "List admin keys: ID, name, workspace, role, status (never the secret).",
+        options: [workspaceFilter, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json], run: runList)
+
+    static let revoke = Command(
+        path: ["admin-key", "revoke"], summary: "Revoke an admin key: its next request, and its console sessions, are refused.",
+        options: [IntegrationCommands.database, IntegrationCommands.actor], positionals: ["KEY_ID"], run: runRevoke)
+
+    static func workspaceAdmin(_ store: any TokenStore, _ io: ToolIO, _ options: ParsedOptions) -> WorkspaceAdmin {
+        let person = IntegrationCommands.actorName(options, io)
+        return WorkspaceAdmin(
+            store: store, clock: IntegrationCommands.Clock(io: io),
+            logger: Logger(
+                sink: ClosureSink(write: { line in io.standardError(line + "\n") }), fields: ["actor": person, "tool": "attestctl"]))
+    }
+
+    static func runCreate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        guard let role = AdminRole(rawValue: options.required(role)) else {
+            throw UsageError(message: "--role takes user, developer, admin, owner or primary_owner, not '\(options.required(role))'")
+        }
+        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        do {
+            let issued = try workspaceAdmin(store, io, options).issueKey(
+                workspaceID: options.required(workspace), role: role, name: options.required(name),
+                actor: IntegrationCommands.actorName(options, io) + " (attestctl)")
+            if options.flag(IntegrationCommands.json) {
+                var members = members(issued.record)
+                members.insert(("key", issued.secret), at: 2)
+                io.standardOutput(JSONText.render(JSONValue.object(members), pretty: true) + "\n")
+            } else {
+                io.standardOutput(issued.secret + "\n")
+                io.standardError("created admin key \(issued.record.id); the key above is shown only now\n")
+            }
+            return ExitCode.success
+        } catch  where error.code == .invalidIntegration || error.code == .malformedRequest {
+            throw UsageError(message: error.reason)
+        } catch {
+            io.standardError("attestctl admin-key create: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
+    /// A key's JSON members (keys sorted); never its secret nor its hash.
+    static func members(_ key: AdminKeyRecord) -> [(String, any Sendable)] {
+        [
+            ("created_at", key.createdAt), ("id", key.id), ("name", key.name), ("revoked_at", key.revokedAt), ("role", key.role.rawValue),
+            ("status", key.revokedAt == nil ? "active" : "revoked"), ("workspace_id", key.workspaceID),
+        ]
+    }
+
+    static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        do {
+            let keys = try workspaceAdmin(store, io, options).keys(workspaceID: options.value(workspaceFilter))
+            if options.flag(IntegrationCommands.json) {
+                io.standardOutput(JSONText.render(.array(keys.map { JSONValue.object(members($0)) }), pretty: true) + "\n")
+            } else {
+                for key in keys {
+                    io.standardOutput(
+                        "\(key.id)  \(key.name)  \(key.workspaceID)  \(key.role.rawValue)  \(key.revokedAt == nil ? "active" : "revoked")\n"
+                    )
+                }
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl admin-key list: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
+    static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let id = options.positionals[0]
+        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        do {
+            switch try workspaceAdmin(store, io, options).revokeKey(
+                id: id, actor: IntegrationCommands.actorName(options, io) + " (attestctl)")
+            {
+            case nil:
+                io.standardError("attestctl admin-key revoke: no admin key \(id)\n")
+                return ExitCode.failure
+            case false?:
+                io.standardOutput("\(id) was already revoked; nothing changed\n")
+            case true?:
+                io.standardOutput("revoked admin key \(id): its next request and its console sessions are refused\n")
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl admin-key revoke: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+}

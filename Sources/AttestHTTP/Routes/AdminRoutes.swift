@@ -1,0 +1,179 @@
+import AttestCore
+import AttestCrypto
+import AttestHTTPServer
+import AttestService
+
+/// What a workspace's admins call (`/admin/v1/`, on the admin listener only): integrations,
+/// devices, tokens, the audit log and the workspace's admin keys, as the authenticated key's
+/// workspace and role allow (`WorkspaceAdmin` decides). Authenticated by `AdminAuthentication`.
+struct AdminRoutes: Sendable {
+    let admin: WorkspaceAdmin
+
+    func register(in group: RouteGroup) {
+        let api = group.group("/admin/v1", middleware: [AdminAuthentication(admin: admin)])
+        api.on("GET", "/me", name: "admin_me", me)
+        api.on("GET", "/integrations", name: "admin_integrations", integrations)
+        api.on("POST", "/integrations", name: "admin_integration_create", create)
+        api.on("GET", "/integrations/{client_id}", name: "admin_integration", integration)
+        api.on("POST", "/integrations/{client_id}/revoke", name: "admin_integration_revoke", revoke)
+        api.on("POST", "/integrations/{client_id}/suspend", name: "admin_integration_suspend") { context throws(Problem) in
+            try suspend(&context, true)
+        }
+        api.on("POST", "/integrations/{client_id}/resume", name: "admin_integration_resume") { context throws(Problem) in
+            try suspend(&context, false)
+        }
+        api.on("POST", "/integrations/{client_id}/policy", name: "admin_integration_policy", policy)
+        // The same update as a partial update of the integration (REST clients expect PATCH).
+        api.on("PATCH", "/integrations/{client_id}", name: "admin_integration_policy", policy)
+        api.on("GET", "/integrations/{client_id}/devices", name: "admin_devices", devices)
+        api.on("POST", "/devices/{key_id}/block", name: "admin_device_block", block)
+        api.on("POST", "/tokens/revoke", name: "admin_token_revoke", revokeToken)
+        api.on("GET", "/audit", name: "admin_audit", audit)
+        api.on("GET", "/keys", name: "admin_keys", keys)
+        api.on("POST", "/keys", name: "admin_key_create", createKey)
+        api.on("POST", "/keys/{key_id}/revoke", name: "admin_key_revoke", revokeKey)
+    }
+
+    /// The authenticated principal (the middleware set it, or refused the request).
+    private static func principal(_ context: RequestContext) throws(Problem) -> AdminPrincipal {
+        guard let principal = context.principal else { throw Problem(ServiceError.adminUnauthenticated) }
+        return principal
+    }
+
+    private func me(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        return JSONBody.response([
+            ("key_id", principal.keyID), ("name", principal.name), ("workspace_id", principal.workspaceID),
+            ("role", principal.role.rawValue), ("can_change", principal.role >= WorkspaceAdmin.changeRole),
+            ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
+        ])
+    }
+
+    private func integrations(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let list = try Problem.calling { () throws(ServiceError) in try admin.integrations(principal) }
+        return JSONBody.response([("integrations", JSONValue.array(list.map { AdminJSON.integration($0.0, counts: $0.1) }))])
+    }
+
+    private func integration(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let record = try Problem.calling { () throws(ServiceError) in try admin.integration(principal, clientID: clientID) }
+        return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil))
+    }
+
+    private func create(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let body = try AdminBody(context.request)
+        let name = try body.string(.name)
+        let teamID = try body.string(.teamID)
+        let bundleIDs = try body.strings(.bundleIDs)
+        let environments = try body.environments()
+        let policy = try body.policy(current: nil)
+        let record = try Problem.calling { () throws(ServiceError) in
+            try admin.create(
+                principal, name: name, teamID: teamID, bundleIDs: bundleIDs, environments: environments,
+                maxLiveTokensPerDevice: policy.maxLiveTokens, policy: policy.policy)
+        }
+        context.log.clientID = record.clientID
+        return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil), status: 201)
+    }
+
+    private func revoke(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let body = try AdminBody(context.request)
+        // Why a confirmation in the request: revocation is permanent, so a stray or replayed call
+        // without the client ID typed back does nothing.
+        guard case .string(let confirm)? = body.members["confirm"], confirm == clientID else {
+            throw Problem.malformed(.field(.confirm), "revocation is permanent: send {\"confirm\": \"<client_id>\"} to confirm it")
+        }
+        let summary = try Problem.calling { () throws(ServiceError) in try admin.revoke(principal, clientID: clientID) }
+        let record = try Problem.calling { () throws(ServiceError) in try admin.integration(principal, clientID: clientID) }
+        return JSONBody.response(
+            AdminJSON.integrationMembers(record, counts: nil) + [
+                ("already_revoked", !summary.changed), ("tokens_revoked", summary.tokensRevoked),
+                ("devices_blocked", summary.devicesBlocked),
+            ])
+    }
+
+    private func suspend(_ context: inout RequestContext, _ suspended: Bool) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let record = try Problem.calling { () throws(ServiceError) in try admin.setSuspended(principal, clientID: clientID, suspended) }
+        return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil))
+    }
+
+    private func policy(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let body = try AdminBody(context.request)
+        let current = try Problem.calling { () throws(ServiceError) in try admin.integration(principal, clientID: clientID) }
+        let policy = try body.policy(current: current)
+        let record = try Problem.calling { () throws(ServiceError) in
+            try admin.updatePolicy(principal, clientID: clientID, policy: policy.policy, maxLiveTokensPerDevice: policy.maxLiveTokens)
+        }
+        return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil))
+    }
+
+    private func devices(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let list = try Problem.calling { () throws(ServiceError) in try admin.devices(principal, clientID: clientID) }
+        return JSONBody.response([("devices", JSONValue.array(list.map(AdminJSON.device)))])
+    }
+
+    private func block(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let text = context.parameter("key_id")
+        // The key ID as the devices list shows it: 64 hex digits.
+        guard text.utf8.count == 64, let keyID = Hex.decode(text.lowercased()), keyID.count == 32 else {
+            throw Problem.malformed(.field(.keyID), "key_id must be 64 hex digits, as the devices list shows it")
+        }
+        let tokens = try Problem.calling { () throws(ServiceError) in try admin.blockDevice(principal, keyID: keyID) }
+        return JSONBody.response([("key_id", Hex.encode(keyID)), ("status", "blocked"), ("tokens_revoked", tokens)])
+    }
+
+    private func revokeToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let body = try AdminBody(context.request)
+        let token = try body.string(.token)
+        try Problem.calling { () throws(ServiceError) in try admin.revokeToken(principal, token: token) }
+        return JSONBody.response([("revoked", true)])
+    }
+
+    private func audit(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let entries = try Problem.calling { () throws(ServiceError) in try admin.auditLog(principal, since: 0) }
+        return JSONBody.response([("entries", JSONValue.array(entries.map(AdminJSON.auditEntry)))])
+    }
+
+    private func keys(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let keys = try Problem.calling { () throws(ServiceError) in try admin.keys(principal) }
+        return JSONBody.response([("keys", JSONValue.array(keys.map { JSONValue.object(AdminJSON.keyMembers($0)) }))])
+    }
+
+    private func createKey(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let body = try AdminBody(context.request)
+        let name = try body.string(.name)
+        guard let role = AdminRole(rawValue: try body.string(.role)) else {
+            throw Problem.malformed(.field(.role), "role must be user, developer, admin, owner or primary_owner")
+        }
+        let issued = try Problem.calling { () throws(ServiceError) in try admin.createKey(principal, name: name, role: role) }
+        return JSONBody.response(AdminJSON.keyMembers(issued.record) + [("key", issued.secret)], status: 201)
+    }
+
+    private func revokeKey(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let id = context.parameter("key_id")
+        try Problem.calling { () throws(ServiceError) in try admin.revokeKey(principal, id: id) }
+        return JSONBody.response([("id", id), ("status", "revoked")])
+    }
+}

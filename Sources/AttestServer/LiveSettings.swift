@@ -1,0 +1,50 @@
+package import AttestObservability
+import Foundation
+
+/// The settings attestd reads from `--config FILE` at start and again on SIGHUP (`systemctl
+/// reload attestd`): the ones that can change while it serves. One `name = value` a line, `#`
+/// comments, the names of the command-line options. Today: `log-level`.
+package struct LiveSettings: Sendable, Equatable {
+    /// `log-level`: lines below it are dropped; nil when the file does not set it.
+    package var logLevel: LogLevel?
+
+    package init(logLevel: LogLevel? = nil) { self.logLevel = logLevel }
+
+    /// What a line of the file got wrong, with its number.
+    package struct Problem: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// Parses the file's text; the first wrong line is the error.
+    package static func parse(_ text: String, file: String) throws(Problem) -> LiveSettings {
+        var settings = LiveSettings()
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            guard !line.isEmpty, !line.hasPrefix("#") else { continue }
+            let at = "\(file) line \(index + 1)"
+            guard let equals = line.firstIndex(of: "=") else { throw Problem(description: "\(at): not `name = value`") }
+            let name = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            switch name {
+            case "log-level":
+                guard let level = LogLevel(rawValue: value) else {
+                    throw Problem(description: "\(at): log-level is debug, info, warning or error, not '\(value)'")
+                }
+                settings.logLevel = level
+            default:
+                throw Problem(description: "\(at): '\(name)' cannot be set here (only log-level, which can change while attestd runs)")
+            }
+        }
+        return settings
+    }
+
+    /// Reads and parses `file`.
+    package static func read(_ file: String) throws(Problem) -> LiveSettings {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw Problem(
+                description: FileManager.default.fileExists(atPath: file)
+                    ? "the config file \(file) exists but cannot be read by this user" : "the config file \(file) does not exist")
+        }
+        return try parse(text, file: file)
+    }
+}

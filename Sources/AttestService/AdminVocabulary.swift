@@ -1,0 +1,19 @@
+package import AttestStorage
+
+// The records the admin use cases answer with, named in the service's vocabulary so that the
+// HTTP layer shows them without importing the store (AttestHTTP has no store in reach).
+
+/// A workspace admin key's role (`AttestStorage.AdminRole`).
+package typealias AdminRole = AttestStorage.AdminRole
+/// A stored admin key, never its secret (`AttestStorage.AdminKeyRecord`).
+package typealias AdminKeyRecord = AttestStorage.AdminKeyRecord
+/// An integration (`AttestStorage.IntegrationRecord`).
+package typealias IntegrationRecord = AttestStorage.IntegrationRecord
+/// An integration's receipt and risk policy (`AttestStorage.IntegrationPolicy`).
+package typealias IntegrationPolicy = AttestStorage.IntegrationPolicy
+/// An integration's devices and live tokens (`AttestStorage.IntegrationCounts`).
+package typealias IntegrationCounts = AttestStorage.IntegrationCounts
+/// A device and its live tokens (`AttestStorage.DeviceSummary`).
+package typealias DeviceSummary = AttestStorage.DeviceSummary
+/// One audit row (`AttestStorage.AuditEntry`).
+package typealias AuditEntry = AttestStorage.AuditEntry

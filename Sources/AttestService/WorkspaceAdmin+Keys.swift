@@ -1,0 +1,157 @@
+import AttestCrypto
+import AttestStorage
+
+/// A newly issued admin key: its record, and the secret, shown once and never stored.
+package struct IssuedAdminKey: Sendable {
+    package let record: AdminKeyRecord
+    /// `adm_` and 256 random bits (base64url, 43 characters).
+    package let secret: String
+}
+
+/// A console sign-in: the principal, the cookie's value (shown to the browser once, stored only
+/// as its SHA-256) and when the session ends.
+package struct AdminSession: Sendable {
+    package let principal: AdminPrincipal
+    package let secret: String
+    package let expiresAt: Int64
+}
+
+/// Admin keys and console sessions: issuing, listing and revoking keys (attestctl, and owners
+/// through the API), authenticating a presented key or session.
+extension WorkspaceAdmin {
+    /// The prefix of an admin key's secret.
+    package static let keyPrefix = "adm_"
+    /// The prefix of an admin key's public ID.
+    package static let keyIDPrefix = "admk_"
+
+    /// Issues a key of `role` in `workspaceID`, audited as `actor`'s action in that workspace.
+    package func issueKey(workspaceID: String, role: AdminRole, name: String, actor: String) throws(ServiceError) -> IssuedAdminKey {
+        guard IntegrationAdmin.isValidIdentifier(workspaceID) else {
+            throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
+        }
+        guard !name.isEmpty, name.count <= 100, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+            throw ServiceError.malformed(.field(.name), "name must be 1 to 100 printable characters")
+        }
+        let secret = Self.keyPrefix + Base64Text.encode(try random.bytesOrFail(32), .url)
+        let record = AdminKeyRecord(
+            id: Self.keyIDPrefix + Hex.encode(try random.bytesOrFail(8)), keyHash: Digest.sha256(Array(secret.utf8)),
+            workspaceID: workspaceID, role: role, name: name, createdAt: clock.now())
+        let audit = AuditNote<Void>(
+            at: record.createdAt, actor: actor, action: .adminKeyCreate, target: record.id, workspaceID: workspaceID
+        ) { _ in "role \(role.rawValue), name \(name)" }
+        try stored { () throws(StorageError) in try store.insertAdminKey(record, audit: audit) }
+        logger?.log(
+            .info, "admin key created",
+            ["admin_key.id": .string(record.id), "workspace.id": .string(workspaceID), "role": .string(role.rawValue)])
+        return IssuedAdminKey(record: record, secret: secret)
+    }
+
+    /// Every key, or one workspace's (attestctl).
+    package func keys(workspaceID: String?) throws(ServiceError) -> [AdminKeyRecord] {
+        try stored { () throws(StorageError) in try store.adminKeys(workspaceID: workspaceID) }
+    }
+
+    /// Revokes a key as `actor` (attestctl): nil when unknown, false when revoked already.
+    package func revokeKey(id: String, actor: String) throws(ServiceError) -> Bool? {
+        guard let key = try stored({ () throws(StorageError) in try store.adminKey(id: id) }) else { return nil }
+        return try revoke(key, actor: actor)
+    }
+
+    private func revoke(_ key: AdminKeyRecord, actor: String) throws(ServiceError) -> Bool? {
+        let audit = AuditNote<Bool>(
+            at: clock.now(), actor: actor, action: .adminKeyRevoke, target: key.id, workspaceID: key.workspaceID
+        ) { changed in changed ? "revoked; its sessions ended" : nil }
+        let changed = try stored { () throws(StorageError) in try store.revokeAdminKey(id: key.id, at: audit.at, audit: audit) }
+        if changed == true { logger?.log(.warning, "admin key revoked", ["admin_key.id": .string(key.id)]) }
+        return changed
+    }
+
+    /// The workspace's keys (owners).
+    package func keys(_ principal: AdminPrincipal) throws(ServiceError) -> [AdminKeyRecord] {
+        try require(principal, Self.keyRole, to: "manage admin keys")
+        return try keys(workspaceID: principal.workspaceID)
+    }
+
+    /// Issues a key in the owner's workspace, of a role no higher than the owner's own.
+    package func createKey(_ principal: AdminPrincipal, name: String, role: AdminRole) throws(ServiceError) -> IssuedAdminKey {
+        try require(principal, Self.keyRole, to: "manage admin keys")
+        guard role <= principal.role else {
+            throw ServiceError.forbiddenRole(principal.role, needs: role, to: "create a key of the \(role.rawValue) role")
+        }
+        return try issueKey(workspaceID: principal.workspaceID, role: role, name: name, actor: principal.name)
+    }
+
+    /// Revokes a key of the owner's workspace whose role is no higher than the owner's own.
+    package func revokeKey(_ principal: AdminPrincipal, id: String) throws(ServiceError) {
+        try require(principal, Self.keyRole, to: "manage admin keys")
+        guard let key = try stored({ () throws(StorageError) in try store.adminKey(id: id) }), key.workspaceID == principal.workspaceID
+        else { throw ServiceError.adminKeyNotFound }
+        // Why not itself: the console would sign its holder out mid-action, and a fuzzer or a script
+        // listing keys would lock the workspace's last owner out. attestctl can revoke any key.
+        guard key.id != principal.keyID else {
+            throw ServiceError.malformed(.ownKey, "a key cannot revoke itself; revoke it with another owner's key or attestctl")
+        }
+        guard key.role <= principal.role else {
+            throw ServiceError.forbiddenRole(principal.role, needs: key.role, to: "revoke a key of the \(key.role.rawValue) role")
+        }
+        guard try revoke(key, actor: principal.name) != nil else { throw ServiceError.adminKeyNotFound }
+    }
+
+    // MARK: Authentication
+
+    /// The principal of a presented key; `unauthorized` for a malformed, unknown or revoked one.
+    /// Read from the store on every request (no cache), so a revocation takes effect at once.
+    package func authenticate(key: String) throws(ServiceError) -> AdminPrincipal {
+        // Why the shape is checked first: only a well-formed key costs a lookup, and the lookup is
+        // by the SHA-256 of the whole key, an index probe that reveals nothing by its timing.
+        guard key.hasPrefix(Self.keyPrefix), key.utf8.count == Self.keyPrefix.utf8.count + 43 else {
+            throw ServiceError.adminUnauthenticated
+        }
+        guard let record = try stored({ () throws(StorageError) in try store.activeAdminKey(hash: Digest.sha256(Array(key.utf8))) })
+        else { throw ServiceError.adminUnauthenticated }
+        return AdminPrincipal(record)
+    }
+
+    /// Exchanges a key for a console session (audited as the key's sign-in).
+    package func signIn(key: String) throws(ServiceError) -> AdminSession {
+        let principal = try authenticate(key: key)
+        let secret = Base64Text.encode(try random.bytesOrFail(32), .url)
+        let now = clock.now()
+        let record = AdminSessionRecord(
+            sessionHash: Digest.sha256(Array(secret.utf8)), keyID: principal.keyID, createdAt: now, expiresAt: now + Self.sessionSeconds)
+        let audit = AuditNote<Void>(
+            at: now, actor: principal.name, action: .consoleSignIn, target: principal.keyID, workspaceID: principal.workspaceID
+        ) { _ in "session until \(record.expiresAt)" }
+        try stored { () throws(StorageError) in try store.insertAdminSession(record, audit: audit) }
+        return AdminSession(principal: principal, secret: secret, expiresAt: record.expiresAt)
+    }
+
+    /// The principal of a session cookie's value while the session is live and its key unrevoked.
+    package func session(_ secret: String) throws(ServiceError) -> AdminPrincipal {
+        guard secret.utf8.count == 43 else { throw ServiceError.adminUnauthenticated }
+        let now = clock.now()
+        guard
+            let record = try stored({ () throws(StorageError) in
+                try store.adminSessionKey(hash: Digest.sha256(Array(secret.utf8)), at: now)
+            })
+        else { throw ServiceError.adminUnauthenticated }
+        return AdminPrincipal(record)
+    }
+
+    /// Ends a session server-side (sign-out): the cookie's value is dead from now on.
+    package func signOut(_ secret: String) throws(ServiceError) {
+        _ = try stored { () throws(StorageError) in try store.deleteAdminSession(hash: Digest.sha256(Array(secret.utf8))) }
+    }
+
+    /// The CSRF token of a session: derived from the session's secret, which only the browser
+    /// holds (in an HttpOnly cookie), so a page of another origin can neither read nor compute it.
+    /// The console reads it from `GET /console/session` and sends it as `X-CSRF-Token`.
+    package static func csrfToken(session secret: String) -> String {
+        Base64Text.encode(Digest.sha256(Array("attestd-console-csrf\u{0}\(secret)".utf8)), .url)
+    }
+
+    /// Whether `presented` is the session's CSRF token (compared in constant time).
+    package static func acceptsCSRF(_ presented: String, session secret: String) -> Bool {
+        ConstantTime.equals(Array(presented.utf8), Array(csrfToken(session: secret).utf8))
+    }
+}

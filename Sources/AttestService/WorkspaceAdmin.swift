@@ -1,0 +1,179 @@
+package import AttestCore
+import AttestCrypto
+package import AttestObservability
+package import AttestStorage
+
+/// Who calls the admin API: an admin key (presented as a bearer credential, or behind a console
+/// session) with its workspace, role and name.
+package struct AdminPrincipal: Sendable, Equatable {
+    /// The key's public ID (`admk_...`).
+    package let keyID: String
+    /// The key's name: the audit log's actor.
+    package let name: String
+    package let workspaceID: String
+    package let role: AdminRole
+
+    /// The principal of a stored key.
+    package init(_ key: AdminKeyRecord) {
+        keyID = key.id
+        name = key.name
+        workspaceID = key.workspaceID
+        role = key.role
+    }
+}
+
+/// The workspace admins' use cases (the admin API and the console), scoped to one workspace: each
+/// call takes the authenticated principal, checks its role, checks that the target belongs to
+/// its workspace, and makes the change through `IntegrationAdmin`, whose audit row (actor: the
+/// key's name; the workspace) is written in the change's own transaction.
+///
+/// Why another workspace's integration, device or token answers exactly as an unknown one: a key
+/// must learn nothing of other workspaces, not even that an ID exists.
+package struct WorkspaceAdmin: Sendable {
+    /// What reading needs (integrations, devices, the audit log).
+    package static let readRole = AdminRole.user
+    /// What changing integrations, devices and tokens needs.
+    package static let changeRole = AdminRole.admin
+    /// What managing the workspace's admin keys needs (never above one's own role).
+    package static let keyRole = AdminRole.owner
+    /// How long a console session lasts from sign-in, whatever its use (absolute: 8 hours, a
+    /// working day, as the seed's Console and Firebase's keep an admin signed in).
+    package static let sessionSeconds: Int64 = 8 * 3600
+
+    let store: any AdminStore & AdminKeyStore
+    let clock: any WallClock
+    let random: any RandomSource
+    let logger: Logger?
+
+    package init(
+        store: any AdminStore & AdminKeyStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(),
+        logger: Logger? = nil
+    ) {
+        self.store = store
+        self.clock = clock
+        self.random = random
+        self.logger = logger
+    }
+
+    /// The integration use cases acting as `principal`, auditing in its workspace under its name.
+    func admin(_ principal: AdminPrincipal) -> IntegrationAdmin {
+        IntegrationAdmin(
+            store: store, clock: clock, random: random, logger: logger, actor: principal.name, workspaceID: principal.workspaceID)
+    }
+
+    /// Refuses a principal whose role is below `needed`.
+    func require(_ principal: AdminPrincipal, _ needed: AdminRole, to action: String) throws(ServiceError) {
+        guard principal.role >= needed else { throw ServiceError.forbiddenRole(principal.role, needs: needed, to: action) }
+    }
+
+    // MARK: Integrations
+
+    /// The workspace's integrations with their device and live-token counts, oldest first.
+    package func integrations(_ principal: AdminPrincipal) throws(ServiceError) -> [(IntegrationRecord, IntegrationCounts)] {
+        try require(principal, Self.readRole, to: "read integrations")
+        let now = clock.now()
+        return try stored { () throws(StorageError) in
+            let records = try store.integrations(workspaceID: principal.workspaceID)
+            let counts = try store.integrationCounts(workspaceID: principal.workspaceID, at: now)
+            return records.map { ($0, counts[$0.clientID] ?? IntegrationCounts(devices: 0, liveTokens: 0)) }
+        }
+    }
+
+    /// One of the workspace's integrations; `integration_not_found` for an unknown ID and for
+    /// another workspace's alike.
+    package func integration(_ principal: AdminPrincipal, clientID: String) throws(ServiceError) -> IntegrationRecord {
+        try require(principal, Self.readRole, to: "read integrations")
+        return try owned(principal, clientID)
+    }
+
+    /// The integration when it is the principal's workspace's (no role check).
+    func owned(_ principal: AdminPrincipal, _ clientID: String) throws(ServiceError) -> IntegrationRecord {
+        guard let record = try stored({ () throws(StorageError) in try store.integration(clientID: clientID) }),
+            record.workspaceID == principal.workspaceID
+        else { throw ServiceError.integrationNotFound }
+        return record
+    }
+
+    /// Creates an integration in the principal's workspace, validated as `attestctl` does.
+    package func create(
+        _ principal: AdminPrincipal, name: String, teamID: String, bundleIDs: [String], environments: Set<AppAttestEnvironment>,
+        maxLiveTokensPerDevice: Int?, policy: IntegrationPolicy
+    ) throws(ServiceError) -> IntegrationRecord {
+        try require(principal, Self.changeRole, to: "create integrations")
+        return try admin(principal).create(
+            workspaceID: principal.workspaceID, name: name, teamID: teamID, bundleIDs: bundleIDs, environments: environments,
+            maxLiveTokensPerDevice: maxLiveTokensPerDevice, policy: policy)
+    }
+
+    /// Revokes one of the workspace's integrations permanently.
+    package func revoke(_ principal: AdminPrincipal, clientID: String) throws(ServiceError) -> RevocationSummary {
+        try require(principal, Self.changeRole, to: "revoke integrations")
+        _ = try owned(principal, clientID)
+        guard let summary = try admin(principal).revoke(clientID: clientID) else { throw ServiceError.integrationNotFound }
+        return summary
+    }
+
+    /// Suspends or resumes one of the workspace's integrations; `integration_revoked` when it is revoked.
+    package func setSuspended(_ principal: AdminPrincipal, clientID: String, _ suspended: Bool) throws(ServiceError) -> IntegrationRecord {
+        try require(principal, Self.changeRole, to: suspended ? "suspend integrations" : "resume integrations")
+        _ = try owned(principal, clientID)
+        switch try admin(principal).setSuspended(clientID: clientID, suspended) {
+        case nil: throw ServiceError.integrationNotFound
+        case false?: throw ServiceError.integrationRevoked
+        case true?: return try owned(principal, clientID)
+        }
+    }
+
+    /// Replaces one of the workspace's integrations' policy and live-token limit.
+    package func updatePolicy(
+        _ principal: AdminPrincipal, clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?
+    ) throws(ServiceError) -> IntegrationRecord {
+        try require(principal, Self.changeRole, to: "update integrations")
+        _ = try owned(principal, clientID)
+        guard let record = try admin(principal).update(clientID: clientID, policy: policy, maxLiveTokensPerDevice: maxLiveTokensPerDevice)
+        else { throw ServiceError.integrationNotFound }
+        return record
+    }
+
+    // MARK: Devices and tokens
+
+    /// The devices of one of the workspace's integrations.
+    package func devices(_ principal: AdminPrincipal, clientID: String) throws(ServiceError) -> [DeviceSummary] {
+        try require(principal, Self.readRole, to: "read devices")
+        _ = try owned(principal, clientID)
+        return try admin(principal).devices(clientID: clientID)
+    }
+
+    /// Blocks a device of one of the workspace's integrations; how many tokens went.
+    package func blockDevice(_ principal: AdminPrincipal, keyID: [UInt8]) throws(ServiceError) -> Int {
+        try require(principal, Self.changeRole, to: "block devices")
+        guard let device = try stored({ () throws(StorageError) in try store.device(keyID: keyID) }) else {
+            throw ServiceError.deviceNotFound
+        }
+        do {
+            _ = try owned(principal, device.clientID)
+        } catch  where error.code == .integrationNotFound {
+            throw ServiceError.deviceNotFound
+        }
+        guard let tokens = try admin(principal).blockDevice(keyID: keyID) else { throw ServiceError.deviceNotFound }
+        return tokens
+    }
+
+    /// Revokes one live access token of the workspace's; `token_not_found` for an unknown,
+    /// expired or another workspace's token alike.
+    package func revokeToken(_ principal: AdminPrincipal, token: String) throws(ServiceError) {
+        try require(principal, Self.changeRole, to: "revoke tokens")
+        let hash = Digest.sha256(Array(token.utf8))
+        let now = clock.now()
+        guard let record = try stored({ () throws(StorageError) in try store.token(hash: hash) }),
+            record.workspaceID == principal.workspaceID, record.expiresAt > now
+        else { throw ServiceError.tokenNotFound }
+        guard try admin(principal).revokeToken(hash: hash) else { throw ServiceError.tokenNotFound }
+    }
+
+    /// The workspace's audit log from `since` on, oldest first, at most `limit` entries.
+    package func auditLog(_ principal: AdminPrincipal, since: Int64, limit: Int = 1000) throws(ServiceError) -> [AuditEntry] {
+        try require(principal, Self.readRole, to: "read the audit log")
+        return try stored { () throws(StorageError) in try store.auditLog(workspaceID: principal.workspaceID, since: since, limit: limit) }
+    }
+}

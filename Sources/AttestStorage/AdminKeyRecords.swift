@@ -1,0 +1,95 @@
+/// The roles of a workspace's admin keys, lowest to highest (the seed service's: user,
+/// developer, admin, owner, primary owner). Reading needs any role; changing integrations,
+/// devices and tokens `admin` or above; managing keys `owner` or above, never above one's own.
+package enum AdminRole: String, Sendable, CaseIterable, Comparable {
+    case user
+    case developer
+    case admin
+    case owner
+    case primaryOwner = "primary_owner"
+
+    /// The position from lowest (0) to highest.
+    package var rank: Int { Self.allCases.firstIndex(of: self) ?? 0 }
+
+    /// Lower rank first.
+    package static func < (lhs: AdminRole, rhs: AdminRole) -> Bool { lhs.rank < rhs.rank }
+}
+
+/// One admin key: a public ID (`admk_` + 16 hex digits, what `list` shows and `revoke` takes),
+/// the SHA-256 of its secret (the secret itself is shown once and never stored), the workspace
+/// it acts in, its role and its name (the audit log's actor).
+package struct AdminKeyRecord: Sendable, Equatable {
+    package var id: String
+    package var keyHash: [UInt8]
+    package var workspaceID: String
+    package var role: AdminRole
+    package var name: String
+    /// Unix seconds.
+    package var createdAt: Int64
+    /// Unix seconds; a revoked key is refused from the next request on.
+    package var revokedAt: Int64?
+
+    /// A key record.
+    package init(
+        id: String, keyHash: [UInt8], workspaceID: String, role: AdminRole, name: String, createdAt: Int64, revokedAt: Int64? = nil
+    ) {
+        self.id = id
+        self.keyHash = keyHash
+        self.workspaceID = workspaceID
+        self.role = role
+        self.name = name
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+extension AdminKeyRecord: StoredRecord {
+    package static let columns = ["id", "key_hash", "workspace_id", "role", "name", "created_at", "revoked_at"]
+
+    package var storedValues: [SQLValue] {
+        [.text(id), .blob(keyHash), .text(workspaceID), .text(role.rawValue), .text(name), .integer(createdAt), SQLValue(revokedAt)]
+    }
+
+    package init(row: inout SQLRowReader) throws(StorageError) {
+        self.init(
+            id: try row.text(), keyHash: try row.blob(), workspaceID: try row.text(), role: try row.enumeration(AdminRole.self),
+            name: try row.text(), createdAt: try row.int64(), revokedAt: try row.optionalInt64())
+    }
+}
+
+/// A console session: the SHA-256 of the cookie's value, the key that signed in, its times.
+package struct AdminSessionRecord: Sendable, Equatable {
+    package var sessionHash: [UInt8]
+    package var keyID: String
+    package var createdAt: Int64
+    package var expiresAt: Int64
+
+    /// A session record.
+    package init(sessionHash: [UInt8], keyID: String, createdAt: Int64, expiresAt: Int64) {
+        self.sessionHash = sessionHash
+        self.keyID = keyID
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+extension AdminSessionRecord: StoredRecord {
+    package static let columns = ["session_hash", "key_id", "created_at", "expires_at"]
+
+    package var storedValues: [SQLValue] { [.blob(sessionHash), .text(keyID), .integer(createdAt), .integer(expiresAt)] }
+
+    package init(row: inout SQLRowReader) throws(StorageError) {
+        self.init(sessionHash: try row.blob(), keyID: try row.text(), createdAt: try row.int64(), expiresAt: try row.int64())
+    }
+}
+
+/// How many devices and live tokens an integration has (the console's list).
+package struct IntegrationCounts: Sendable, Equatable {
+    package var devices: Int
+    package var liveTokens: Int
+
+    package init(devices: Int, liveTokens: Int) {
+        self.devices = devices
+        self.liveTokens = liveTokens
+    }
+}

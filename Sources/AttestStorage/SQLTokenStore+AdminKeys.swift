@@ -1,0 +1,134 @@
+/// Admin keys, console sessions and the workspace-scoped reads of the admin API, written once for
+/// both dialects.
+extension SQLTokenStore {
+    package func insertAdminKey(_ key: AdminKeyRecord, audit: AuditNote<Void>?) throws(StorageError) {
+        try perform(.transaction) { session throws(StorageError) in
+            try session.run(AdminKeySQL.insertKey, key.storedValues)
+            try Self.audit(audit, (), in: session)
+        }
+    }
+
+    package func adminKey(id: String) throws(StorageError) -> AdminKeyRecord? {
+        try perform(.read) { session throws(StorageError) in try session.record(AdminKeyRecord.self, AdminKeySQL.keyByID, [.text(id)]) }
+    }
+
+    package func activeAdminKey(hash: [UInt8]) throws(StorageError) -> AdminKeyRecord? {
+        try perform(.read) { session throws(StorageError) in
+            try session.record(AdminKeyRecord.self, AdminKeySQL.activeKeyByHash, [.blob(hash)])
+        }
+    }
+
+    package func adminKeys(workspaceID: String?) throws(StorageError) -> [AdminKeyRecord] {
+        try perform(.read) { session throws(StorageError) in
+            if let workspaceID {
+                return try session.records(AdminKeyRecord.self, AdminKeySQL.keysOfWorkspace, [.text(workspaceID)])
+            }
+            return try session.records(AdminKeyRecord.self, AdminKeySQL.allKeys, [])
+        }
+    }
+
+    package func revokeAdminKey(id: String, at time: Int64, audit: AuditNote<Bool>?) throws(StorageError) -> Bool? {
+        try perform(.transaction) { session throws(StorageError) -> Bool? in
+            guard try session.row(AdminKeySQL.lockKey, [.text(id)]) != nil else { return nil }
+            let changed = try session.run(AdminKeySQL.revokeKey, [.integer(time), .text(id)]) == 1
+            // Sessions die with their key (the lookup checks the key too; this removes the rows).
+            try session.run(AdminKeySQL.deleteSessionsOfKey, [.text(id)])
+            try Self.audit(audit, changed, in: session)
+            return changed
+        }
+    }
+
+    package func insertAdminSession(_ record: AdminSessionRecord, audit: AuditNote<Void>?) throws(StorageError) {
+        try perform(.transaction) { session throws(StorageError) in
+            try session.run(AdminKeySQL.insertSession, record.storedValues)
+            try Self.audit(audit, (), in: session)
+        }
+    }
+
+    package func adminSessionKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord? {
+        try perform(.read) { session throws(StorageError) in
+            try session.record(AdminKeyRecord.self, AdminKeySQL.keyOfLiveSession, [.blob(hash), .integer(time)])
+        }
+    }
+
+    package func deleteAdminSession(hash: [UInt8]) throws(StorageError) -> Bool {
+        try perform(.statement) { session throws(StorageError) -> Bool in try session.run(AdminKeySQL.deleteSession, [.blob(hash)]) == 1 }
+    }
+
+    package func integrations(workspaceID: String) throws(StorageError) -> [IntegrationRecord] {
+        try perform(.read) { session throws(StorageError) in
+            try session.records(IntegrationRecord.self, AdminKeySQL.integrationsOfWorkspace, [.text(workspaceID)])
+        }
+    }
+
+    package func integrationCounts(workspaceID: String, at time: Int64) throws(StorageError) -> [String: IntegrationCounts] {
+        try perform(.snapshot) { session throws(StorageError) -> [String: IntegrationCounts] in
+            var counts: [String: IntegrationCounts] = [:]
+            for row in try session.rows(AdminKeySQL.devicesByIntegration, [.text(workspaceID)]) {
+                counts[try row.text(0), default: IntegrationCounts(devices: 0, liveTokens: 0)].devices = Int(try row.int64(1))
+            }
+            for row in try session.rows(AdminKeySQL.liveTokensByIntegration, [.text(workspaceID), .integer(time)]) {
+                counts[try row.text(0), default: IntegrationCounts(devices: 0, liveTokens: 0)].liveTokens = Int(try row.int64(1))
+            }
+            return counts
+        }
+    }
+
+    package func token(hash: [UInt8]) throws(StorageError) -> TokenRecord? {
+        try perform(.read) { session throws(StorageError) in try session.record(TokenRecord.self, AdminKeySQL.tokenByHash, [.blob(hash)]) }
+    }
+
+    package func auditLog(workspaceID: String, since: Int64, limit: Int) throws(StorageError) -> [AuditEntry] {
+        try perform(.read) { session throws(StorageError) in
+            try session.records(
+                AuditEntry.self, AdminKeySQL.auditOfWorkspace, [.text(workspaceID), .integer(since), .integer(Int64(limit))])
+        }
+    }
+}
+
+/// The statements of admin keys and sessions, written once.
+enum AdminKeySQL {
+    static let insertKey = SQLStatement(SQLText.insert(into: "admin_keys", AdminKeyRecord.columns))
+    static let keyByID = SQLStatement("SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE id = ?")
+    static let activeKeyByHash = SQLStatement(
+        "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE key_hash = ? AND revoked_at IS NULL")
+    static let keysOfWorkspace = SQLStatement(
+        "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE workspace_id = ? ORDER BY created_at, id")
+    static let allKeys = SQLStatement(
+        "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys ORDER BY workspace_id, created_at, id")
+    static let lockKey = SQLStatement("SELECT revoked_at FROM admin_keys WHERE id = ?", forPostgreSQL: " FOR UPDATE")
+    static let revokeKey = SQLStatement("UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+    static let deleteSessionsOfKey = SQLStatement("DELETE FROM admin_sessions WHERE key_id = ?")
+    static let insertSession = SQLStatement(SQLText.insert(into: "admin_sessions", AdminSessionRecord.columns))
+    /// The session's key, only while the session is unexpired and the key unrevoked: both are
+    /// read on every request, so a sign-out or a key's revocation ends the session at once.
+    static let keyOfLiveSession = SQLStatement(
+        """
+        SELECT \(SQLText.list(AdminKeyRecord.columns, alias: "k"))
+        FROM admin_sessions s JOIN admin_keys k ON k.id = s.key_id
+        WHERE s.session_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL
+        """)
+    static let deleteSession = SQLStatement("DELETE FROM admin_sessions WHERE session_hash = ?")
+    static let purgeSessions = SQLStatement("DELETE FROM admin_sessions WHERE expires_at <= ?")
+    static let integrationsOfWorkspace = IntegrationRecord.select("WHERE workspace_id = ? ORDER BY created_at, client_id")
+    static let devicesByIntegration = SQLStatement(
+        """
+        SELECT d.client_id, count(*) FROM devices d JOIN integrations i ON i.client_id = d.client_id
+        WHERE i.workspace_id = ? GROUP BY d.client_id
+        """)
+    static let liveTokensByIntegration = SQLStatement(
+        """
+        SELECT t.client_id, count(*) FROM tokens t JOIN integrations i ON i.client_id = t.client_id
+        WHERE i.workspace_id = ? AND t.expires_at > ? GROUP BY t.client_id
+        """)
+    static let tokenByHash = SQLStatement("SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE token_hash = ?")
+    /// Rows written in the workspace, and attestctl's rows about its integrations (whose target
+    /// is the client ID).
+    static let auditOfWorkspace = SQLStatement(
+        """
+        SELECT \(SQLText.list(AuditEntry.columns)) FROM audit_log
+        WHERE (workspace_id = ?1 OR (workspace_id IS NULL AND target IN (SELECT client_id FROM integrations WHERE workspace_id = ?1)))
+            AND at >= ?2
+        ORDER BY id LIMIT ?3
+        """)
+}

@@ -1,0 +1,88 @@
+import AttestCLI
+import AttestCrypto
+import AttestService
+import AttestStorage
+import AttestTesting
+import Foundation
+import Testing
+
+@Suite("attestctl admin-key")
+struct AdminKeyCommandTests {
+    let directory: URL
+    let database: String
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestctl-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        database = directory.appendingPathComponent("attestd.sqlite").path
+        _ = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+    }
+
+    func create(_ workspace: String, _ role: String, _ name: String, json: Bool = false) -> (Int32, Console) {
+        let console = Console(environment: ["USER": "alice"])
+        let code = console.run(
+            ["admin-key", "create", "--db", database, "--workspace", workspace, "--role", role, "--name", name] + (json ? ["--json"] : []))
+        return (code, console)
+    }
+
+    @Test("create prints an adm_ key of 256 bits once and stores only its hash")
+    func createStoresHash() throws {
+        let (code, console) = create("ws1", "owner", "Ops owner")
+        #expect(code == 0)
+        let key = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(key.hasPrefix("adm_"))
+        #expect(Base64Text.decode(String(key.dropFirst(4)), .url)?.count == 32)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        let stored = try #require(try store.adminKeys(workspaceID: "ws1").first)
+        #expect(stored.keyHash == Digest.sha256(Array(key.utf8)))
+        #expect(stored.role == .owner && stored.name == "Ops owner" && stored.id.hasPrefix("admk_") && stored.id.count == 21)
+        // The secret is in no column: the file holds the hash, not the key.
+        let bytes =
+            try Data(contentsOf: URL(fileURLWithPath: database))
+            + ((try? Data(contentsOf: URL(fileURLWithPath: database + "-wal"))) ?? Data())
+        #expect(bytes.range(of: Data(key.utf8)) == nil)
+        #expect(try WorkspaceAdmin(store: store).authenticate(key: key).name == "Ops owner")
+        // Its creation is audited in its workspace, by the person behind attestctl.
+        let audit = try store.auditLog(workspaceID: "ws1", since: 0, limit: 10)
+        #expect(audit.map(\.action) == [.adminKeyCreate] && audit.first?.actor == "alice (attestctl)")
+    }
+
+    @Test("list shows one key a line, its ID first, then name, workspace and role; --workspace filters; --json too")
+    func list() throws {
+        #expect(create("ws1", "admin", "Alice").0 == 0)
+        #expect(create("ws2", "user", "Bob").0 == 0)
+        let console = Console()
+        #expect(console.run(["admin-key", "list", "--db", database]) == 0)
+        let lines = console.out.withLock { $0 }.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines[0].hasPrefix("admk_") && lines[0].contains("  Alice  ws1  admin  active"))
+        let filtered = Console()
+        #expect(filtered.run(["admin-key", "list", "--db", database, "--workspace", "ws2", "--json"]) == 0)
+        let keys = try #require(try JSONSerialization.jsonObject(with: Data(filtered.out.withLock { $0 }.utf8)) as? [[String: Any]])
+        #expect(keys.count == 1 && keys[0]["name"] as? String == "Bob" && keys[0]["role"] as? String == "user")
+        #expect(keys[0]["key"] == nil && keys[0]["key_hash"] == nil)
+    }
+
+    @Test("revoke refuses the key from its next use")
+    func revoke() throws {
+        let (_, created) = create("ws1", "owner", "Leaver")
+        let key = created.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        let id = try #require(try store.adminKeys(workspaceID: "ws1").first?.id)
+        #expect(throws: Never.self) { try WorkspaceAdmin(store: store).authenticate(key: key) }
+        let console = Console()
+        #expect(console.run(["admin-key", "revoke", id, "--db", database]) == 0)
+        #expect(throws: ServiceError.self) { try WorkspaceAdmin(store: store).authenticate(key: key) }
+        let again = Console()
+        #expect(again.run(["admin-key", "revoke", id, "--db", database]) == 0)
+        #expect(again.out.withLock { $0.contains("already revoked") })
+        #expect(Console().run(["admin-key", "revoke", "admk_0000000000000000", "--db", database]) == 1)
+    }
+
+    @Test("create refuses an unknown role and a bad workspace as usage errors")
+    func usage() {
+        #expect(create("ws1", "superuser", "x").0 == 64)
+        #expect(create("bad workspace", "user", "x").0 == 64)
+        #expect(create("ws1", "user", "").0 == 64)
+    }
+}

@@ -1,0 +1,133 @@
+import AttestCore
+import AttestCrypto
+import AttestHTTPServer
+import AttestServer
+import AttestService
+import AttestStorage
+import AttestTesting
+import Foundation
+import Testing
+
+/// The console's sessions: sign-in exchanges a key for a cookie, changes need the CSRF token,
+/// sessions expire, end at sign-out and with their key; every answer carries the page headers.
+@Suite("Console sessions")
+struct ConsoleSessionTests {
+    typealias W = AdminWorld
+
+    /// Signs in with `key`: the cookie's value, the CSRF token and the raw Set-Cookie header.
+    static func signIn(_ world: AdminWorld, _ key: String, headers: [HTTPHeader] = [], remoteAddress: String = "127.0.0.1") throws -> (
+        cookie: String, csrf: String, setCookie: String
+    ) {
+        let response = world.call("POST", "/console/session", json: #"{"key":"\#(key)"}"#, headers: headers, remoteAddress: remoteAddress)
+        #expect(response.status == 200)
+        let setCookie = try #require(W.header(response, "Set-Cookie"))
+        let value = try #require(setCookie.split(separator: ";").first?.split(separator: "=", maxSplits: 1).last.map(String.init))
+        return (value, try #require(W.body(response)["csrf_token"] as? String), setCookie)
+    }
+
+    static func cookie(_ value: String) -> HTTPHeader { HTTPHeader(name: "Cookie", value: "theme=dark; attestd_session=\(value)") }
+
+    @Test("sign-in sets an HttpOnly, SameSite=Strict, expiring cookie (Secure behind a trusted TLS proxy only) and stores only its hash")
+    func signInCookie() async throws {
+        try await offThePool {
+            let world = try AdminWorld(listening: false) { $0.trustedProxies = ["10.0.0.0/8"] }
+            let key = try world.key(.owner)
+            let plain = try Self.signIn(world, key)
+            #expect(
+                plain.setCookie.contains("HttpOnly") && plain.setCookie.contains("SameSite=Strict") && plain.setCookie.contains("Path=/"))
+            #expect(plain.setCookie.contains("Max-Age=28800") && !plain.setCookie.contains("Secure"))
+            let proto = HTTPHeader(name: "X-Forwarded-Proto", value: "https")
+            #expect(try Self.signIn(world, key, headers: [proto], remoteAddress: "10.1.2.3").setCookie.contains("; Secure"))
+            // An untrusted peer's X-Forwarded-Proto is not believed.
+            #expect(!(try Self.signIn(world, key, headers: [proto], remoteAddress: "192.0.2.1").setCookie.contains("Secure")))
+            #expect(world.call("POST", "/console/session", json: #"{"key":"adm_wrong"}"#).status == 401)
+            let session = world.call("GET", "/console/session", headers: [Self.cookie(plain.cookie)])
+            #expect(W.body(session)["csrf_token"] as? String == plain.csrf && W.body(session)["role"] as? String == "owner")
+        }
+    }
+
+    @Test("a cookie-authenticated change needs the session's CSRF token; reads do not")
+    func csrf() async throws {
+        try await offThePool {
+            let world = try AdminWorld(listening: false)
+            let session = try Self.signIn(world, try world.key(.owner))
+            let target = try world.integration()
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 200)
+            let path = "/admin/v1/integrations/\(target.clientID)/suspend"
+            let missing = world.call("POST", path, json: "{}", headers: [Self.cookie(session.cookie)])
+            #expect(missing.status == 403 && W.code(missing) == "forbidden" && W.body(missing)["reason"] as? String == "csrf")
+            let other = try Self.signIn(world, try world.key(.owner))
+            let wrong = world.call(
+                "POST", path, json: "{}", headers: [Self.cookie(session.cookie), HTTPHeader(name: "X-CSRF-Token", value: other.csrf)])
+            #expect(wrong.status == 403)
+            #expect(try world.world.admin.show(clientID: target.clientID)?.suspendedAt == nil)
+            let right = world.call(
+                "POST", path, json: "{}", headers: [Self.cookie(session.cookie), HTTPHeader(name: "X-CSRF-Token", value: session.csrf)])
+            #expect(right.status == 200)
+            #expect(try world.world.admin.show(clientID: target.clientID)?.suspendedAt != nil)
+        }
+    }
+
+    @Test("sign-out ends the session server-side: the same cookie is refused afterwards")
+    func signOut() async throws {
+        try await offThePool {
+            let world = try AdminWorld(listening: false)
+            let session = try Self.signIn(world, try world.key(.admin))
+            #expect(world.call("POST", "/console/sign-out", json: "{}", headers: [Self.cookie(session.cookie)]).status == 403)
+            let out = world.call(
+                "POST", "/console/sign-out", json: "{}",
+                headers: [Self.cookie(session.cookie), HTTPHeader(name: "X-CSRF-Token", value: session.csrf)])
+            #expect(out.status == 200 && W.header(out, "Set-Cookie")?.contains("Max-Age=0") == true)
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 401)
+            let after = world.call("GET", "/console/session", headers: [Self.cookie(session.cookie)])
+            #expect(after.status == 200 && W.body(after)["signed_in"] as? Bool == false && W.body(after)["csrf_token"] == nil)
+        }
+    }
+
+    @Test("a session expires 8 hours after sign-in, and dies with its key")
+    func expiry() async throws {
+        try await offThePool {
+            let world = try AdminWorld(listening: false) { $0.insecureTestMode = true }
+            let clock = Int64(Date().timeIntervalSince1970)
+            let setClock = { (now: Int64) in
+                world.world.app.router.respond(
+                    to: HTTPRequest(
+                        method: "POST", path: "/test/clock", headers: [HTTPHeader(name: "Content-Type", value: "application/json")],
+                        body: Array(#"{"now":"\#(now)"}"#.utf8)))
+            }
+            #expect(setClock(clock).status == 200)
+            let session = try Self.signIn(world, try world.key(.owner))
+            #expect(setClock(clock + 8 * 3600 - 1).status == 200)
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 200)
+            #expect(setClock(clock + 8 * 3600).status == 200)
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 401)
+            #expect(setClock(clock).status == 200)
+            let issued = try world.admin.issueKey(workspaceID: W.workspace, role: .owner, name: "Leaver", actor: "setup")
+            let doomed = try Self.signIn(world, issued.secret)
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(doomed.cookie)]).status == 200)
+            _ = try world.admin.revokeKey(id: issued.record.id, actor: "alice")
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(doomed.cookie)]).status == 401)
+        }
+    }
+
+    @Test("every answer of the admin listener carries the CSP, nosniff and no-referrer; the console files their media types")
+    func headers() async throws {
+        try await offThePool {
+            let world = try AdminWorld(listening: false)
+            let responses = [
+                world.call("GET", "/console/"), world.call("GET", "/admin/v1/integrations"), world.call("GET", "/console/missing.js"),
+                world.call("GET", "/nowhere"),
+            ]
+            for response in responses {
+                #expect(W.header(response, "Content-Security-Policy") == "default-src 'self'; frame-ancestors 'none'")
+                #expect(W.header(response, "X-Content-Type-Options") == "nosniff")
+                #expect(W.header(response, "Referrer-Policy") == "no-referrer")
+            }
+            #expect(responses[0].status == 200 && W.header(responses[0], "Content-Type") == "text/html; charset=utf-8")
+            #expect(responses[2].status == 404)
+            let redirect = world.call("GET", "/console")
+            #expect(redirect.status == 301 && W.header(redirect, "Location") == "/console/")
+            #expect(W.header(world.call("GET", "/admin/v1/integrations", key: try world.key(.user)), "Cache-Control") == "no-store")
+        }
+    }
+}

@@ -1,0 +1,36 @@
+import AttestCrypto
+import AttestHTTPServer
+import AttestTesting
+import Testing
+
+/// Revocations through `/v1/revoke` leave a trace (issue 18, L6): the log line names a prefix of
+/// the token's SHA-256 and, for a live token, its client ID; the answer still says nothing.
+@Suite("/v1/revoke: the log line")
+struct RevocationLogTests {
+    @Test("a revoked live token's line has its hash prefix, client ID and outcome revoked; another token's says no_live_token")
+    func logLine() throws {
+        let world = try HTTPWorld()
+        let client = try world.client()
+        let token = try world.attest(client, device: try SyntheticDevice())
+        func revoke(_ token: String) -> HTTPResponse {
+            let headers = [
+                HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+                HTTPHeader(name: "Authorization", value: "Bearer \(world.gatewaySecret)"),
+            ]
+            return world.app.router.respond(
+                to: HTTPRequest(method: "POST", path: "/v1/revoke", headers: headers, body: Array("token=\(token)".utf8)))
+        }
+        let prefix = String(Hex.encode(Digest.sha256(Array(token.utf8))).prefix(16))
+        #expect(revoke(token).status == 200)
+        let line = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"revoke""#) })
+        #expect(line.contains(#""token.sha256_prefix":"\#(prefix)""#), "\(line)")
+        #expect(line.contains(#""client.id":"\#(world.integration.clientID)""#), "\(line)")
+        #expect(line.contains(#""outcome":"revoked""#), "\(line)")
+        #expect(!line.contains(token))
+        // The same token again: nothing live, so no client ID; the answer is the same 200.
+        #expect(revoke(token).status == 200)
+        let again = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"revoke""#) })
+        #expect(again.contains(#""token.sha256_prefix":"\#(prefix)""#) && again.contains(#""outcome":"no_live_token""#), "\(again)")
+        #expect(!again.contains("client.id"))
+    }
+}

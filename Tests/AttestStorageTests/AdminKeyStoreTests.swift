@@ -1,0 +1,114 @@
+import AttestStorage
+import AttestTesting
+import Testing
+
+/// The admin keys and console sessions on both stores: lookups by hash skip revoked keys, a
+/// session dies with its expiry, its sign-out and its key's revocation, and a workspace reads
+/// only its own integrations and audit rows.
+@Suite("Admin key store")
+struct AdminKeyStoreTests {
+    static let time: Int64 = 1_800_000_000
+
+    static func key(_ id: String, _ byte: UInt8, workspace: String = "ws_a", role: AdminRole = .owner) -> AdminKeyRecord {
+        AdminKeyRecord(
+            id: id, keyHash: [UInt8](repeating: byte, count: 32), workspaceID: workspace, role: role, name: "key \(id)", createdAt: time)
+    }
+
+    static func integration(_ clientID: String, workspace: String) -> IntegrationRecord {
+        IntegrationRecord(
+            clientID: clientID, workspaceID: workspace, name: clientID, teamID: "ABCDE12345", bundleIDs: ["com.example.a"],
+            environments: [.production], status: .active, createdAt: time, revokedAt: nil)
+    }
+
+    @Test("a revoked key is not found by its hash, and its sessions end with it", arguments: StoreBackend.available)
+    func revokedKey(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        let key = Self.key("admk_1", 1)
+        try store.insertAdminKey(key, audit: nil)
+        #expect(try store.activeAdminKey(hash: key.keyHash) == key)
+        #expect(try store.activeAdminKey(hash: [UInt8](repeating: 2, count: 32)) == nil)
+        let session = AdminSessionRecord(
+            sessionHash: [UInt8](repeating: 9, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
+        try store.insertAdminSession(session, audit: nil)
+        #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == key)
+        #expect(try store.revokeAdminKey(id: key.id, at: Self.time + 1, audit: nil) == true)
+        #expect(try store.revokeAdminKey(id: key.id, at: Self.time + 2, audit: nil) == false)
+        #expect(try store.revokeAdminKey(id: "admk_unknown", at: Self.time + 2, audit: nil) == nil)
+        #expect(try store.activeAdminKey(hash: key.keyHash) == nil)
+        #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == nil)
+        #expect(try store.adminKey(id: key.id)?.revokedAt == Self.time + 1)
+        // The revocation deleted the key's session rows too.
+        #expect(try !store.deleteAdminSession(hash: session.sessionHash))
+        withExtendedLifetime(location) {}
+    }
+
+    @Test(
+        "a session row whose key is revoked is dead even if the row survived (the lookup checks the key)", arguments: StoreBackend.available
+    )
+    func sessionOfRevokedKeyRow(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        // A revoked key whose session row is still there (as a copy or an older attestd could leave).
+        var key = Self.key("admk_r", 3)
+        key.revokedAt = Self.time
+        try store.insertAdminKey(key, audit: nil)
+        let session = AdminSessionRecord(
+            sessionHash: [UInt8](repeating: 8, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
+        try store.insertAdminSession(session, audit: nil)
+        #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == nil)
+        withExtendedLifetime(location) {}
+    }
+
+    @Test("a session ends at its expiry and at sign-out; the purge removes expired ones", arguments: StoreBackend.available)
+    func sessionLifetime(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        let key = Self.key("admk_1", 1)
+        try store.insertAdminKey(key, audit: nil)
+        let first = AdminSessionRecord(
+            sessionHash: [UInt8](repeating: 3, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
+        let second = AdminSessionRecord(
+            sessionHash: [UInt8](repeating: 4, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 600)
+        try store.insertAdminSession(first, audit: nil)
+        try store.insertAdminSession(second, audit: nil)
+        #expect(try store.adminSessionKey(hash: first.sessionHash, at: Self.time + 59) == key)
+        #expect(try store.adminSessionKey(hash: first.sessionHash, at: Self.time + 60) == nil)
+        _ = try store.purgeExpired(at: Self.time + 60)
+        #expect(try store.adminSessionKey(hash: first.sessionHash, at: Self.time) == nil)
+        #expect(try store.deleteAdminSession(hash: second.sessionHash))
+        #expect(try store.adminSessionKey(hash: second.sessionHash, at: Self.time) == nil)
+        #expect(try !store.deleteAdminSession(hash: second.sessionHash))
+        withExtendedLifetime(location) {}
+    }
+
+    @Test("a workspace reads its own integrations, keys and audit rows only", arguments: StoreBackend.available)
+    func workspaceScope(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        try store.insertIntegration(Self.integration("clid_a", workspace: "ws_a"), audit: nil)
+        try store.insertIntegration(Self.integration("clid_b", workspace: "ws_b"), audit: nil)
+        try store.insertAdminKey(Self.key("admk_a", 1), audit: nil)
+        try store.insertAdminKey(Self.key("admk_b", 2, workspace: "ws_b"), audit: nil)
+        #expect(try store.integrations(workspaceID: "ws_a").map(\.clientID) == ["clid_a"])
+        #expect(try store.adminKeys(workspaceID: "ws_b").map(\.id) == ["admk_b"])
+        // An attestctl row about clid_a (no workspace), a row written in ws_a, one in ws_b.
+        let revokeA = AuditNote<RevocationSummary>(at: Self.time, actor: "alice (attestctl)", action: .integrationRevoke, target: "clid_a")
+        {
+            _ in "done"
+        }
+        _ = try store.revokeIntegration(clientID: "clid_a", at: Self.time, audit: revokeA)
+        let suspendB = AuditNote<Bool>(
+            at: Self.time + 1, actor: "key b", action: .integrationSuspend, target: "clid_b", workspaceID: "ws_b"
+        ) { _ in "" }
+        _ = try store.setSuspended(clientID: "clid_b", at: Self.time + 1, audit: suspendB)
+        let keyA = AuditNote<Void>(at: Self.time + 2, actor: "key a", action: .adminKeyCreate, target: "admk_x", workspaceID: "ws_a") {
+            _ in "role user"
+        }
+        try store.insertAdminKey(Self.key("admk_x", 5, role: .user), audit: keyA)
+        let seenByA = try store.auditLog(workspaceID: "ws_a", since: 0, limit: 100)
+        #expect(seenByA.map(\.target) == ["clid_a", "admk_x"])
+        #expect(try store.auditLog(workspaceID: "ws_b", since: 0, limit: 100).map(\.actor) == ["key b"])
+        withExtendedLifetime(location) {}
+    }
+}

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""The console in a real browser: Debian's headless Chromium driven by Selenium (chromedriver), against
+a real attestd (the binaries of $ATTESTD_BIN) on loopback, with synthetic devices from `attestctl
+simulate`. Run by scripts/check-console, which makes the virtualenv; prints PASS/FAIL lines and
+"N passed, N failed".
+
+As a workspace owner (its key from attestctl): sign in, create an integration (first with a bad Team ID:
+the message shows), copy its client ID, run devices against it, see them in Devices, suspend and resume
+it, block one device, revoke the integration with the confirmation (the typed name), see it revoked and
+its devices' tokens refused by /v1/authorize, read the audit log, create a developer key in Admin keys,
+sign out. As that developer: no create, revoke, block or key control. Then a creation with the
+keyboard only. No page may log an error (a CSP violation included). Screenshots go to --artifacts.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from attestd_testlib import HOST, Attestd, Tally  # noqa: E402
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+TEAM = "ABCDE12345"
+BUNDLE = "com.example.console"
+
+
+def run(command, **kwargs):
+    return subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, **kwargs)
+
+
+def authorize(port, token):
+    request = urllib.request.Request("http://%s:%d/v1/authorize" % (HOST, port), headers={"Authorization": "Bearer " + token})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+class Console:
+    """The browser on the console, with waits bounded in time."""
+
+    def __init__(self, base, profile, artifacts):
+        options = webdriver.ChromeOptions()
+        options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,860",
+                     "--user-data-dir=" + profile, "--no-first-run", "--disable-extensions", "--lang=en-US"):
+            options.add_argument(flag)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"), options=options)
+        self.base = base
+        self.artifacts = artifacts
+        self.errors = []
+        # Lets the page write and read the clipboard (the copy button) without a prompt.
+        self.driver.execute_cdp_cmd("Browser.grantPermissions", {
+            "origin": base, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+
+    def wait(self, condition, seconds=10):
+        # A screen replaces its content as it loads: an element found a moment ago may be gone.
+        return WebDriverWait(self.driver, seconds, poll_frequency=0.05,
+                             ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(lambda d: condition(d))
+
+    def find(self, css):
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def present(self, css):
+        return len(self.driver.find_elements(By.CSS_SELECTOR, css)) > 0
+
+    def heading(self):
+        return self.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main h1")).text
+
+    def wait_heading(self, text):
+        return self.wait(lambda d: any(h.text == text for h in d.find_elements(By.CSS_SELECTOR, "main h1")))
+
+    def text(self, css):
+        return self.find(css).text
+
+    def shot(self, name):
+        path = os.path.join(self.artifacts, name)
+        self.driver.save_screenshot(path)
+        return path
+
+    def collect_log(self):
+        for entry in self.driver.get_log("browser"):
+            if entry.get("level") == "SEVERE":
+                self.errors.append(entry.get("message", ""))
+
+    def sign_in(self, key):
+        self.driver.get(self.base + "/console/")
+        field = self.wait(lambda d: d.find_element(By.ID, "admin-key"))
+        field.send_keys(key)
+        self.find("#sign-in").click()
+        self.wait_heading("App integrations")
+
+    def sign_out(self):
+        self.find("#sign-out").click()
+        self.wait(lambda d: d.find_elements(By.ID, "admin-key"))
+
+    def quit(self):
+        self.driver.quit()
+
+
+def owner_flow(t, browser, args, attestd, work):
+    browser.sign_in(args.owner_key)
+    t.pass_("an owner signs in with an admin key and lands on App integrations")
+    browser.find("#create-integration").click()
+    browser.wait_heading("Create app integration")
+    browser.find("#name").send_keys("Messages")
+    browser.find("#team_id").send_keys("abcde12345")
+    browser.find("#bundle_ids").send_keys(BUNDLE)
+    browser.find("#create-submit").click()
+    message = browser.wait(lambda d: d.find_element(By.ID, "team_id-error").text)
+    t.check("10 upper-case letters and digits" in message and browser.find("#team_id").get_attribute("aria-invalid") == "true",
+            "a bad Team ID shows its message beside the field", message)
+    browser.shot("create-bad-team-id.png")
+    team = browser.find("#team_id")
+    team.clear()
+    team.send_keys(TEAM)
+    browser.find("#create-submit").click()
+    client_id = browser.wait(lambda d: d.find_element(By.ID, "client-id").get_attribute("value"))
+    t.check(client_id.startswith("clid_") and len(client_id) == 37, "the integration is created and its Overview shows the client ID",
+            client_id)
+    browser.find("#copy-client-id").click()
+    browser.wait(lambda d: "copied" in d.find_element(By.ID, "toast").text)
+    copied = browser.driver.execute_async_script(
+        "const done = arguments[0]; navigator.clipboard.readText().then(done, (e) => done('error: ' + e));")
+    t.check(copied == client_id, "the copy button puts the client ID on the clipboard", copied)
+    browser.shot("overview.png")
+
+    tokens_file = os.path.join(work, "tokens.txt")
+    sim = run([os.path.join(args.bin, "attestctl"), "simulate", "--url", "http://%s:%d" % (HOST, attestd.port), "--client-id", client_id,
+               "--team-id", TEAM, "--bundle-id", BUNDLE, "--devices", "3", "--refreshes", "1", "--state", args.state,
+               "--tokens-file", tokens_file])
+    tokens = open(tokens_file).read().split() if os.path.exists(tokens_file) else []
+    t.check(sim.returncode == 0 and len(tokens) == 3, "attestctl simulate runs 3 devices against the new integration",
+            sim.stdout[-400:] + sim.stderr[-400:])
+    t.check(all(authorize(attestd.port, token) == 200 for token in tokens), "their tokens pass /v1/authorize")
+
+    browser.driver.find_element(By.LINK_TEXT, "Devices").click()
+    rows = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]"))
+    t.check(len(rows) == 3 and all("active" in row.text.lower() for row in rows), "Devices lists the 3 devices, active, with their live tokens",
+            "%d rows" % len(rows))
+    browser.shot("devices.png")
+
+    browser.driver.find_element(By.LINK_TEXT, "Overview").click()
+    browser.wait(lambda d: d.find_element(By.ID, "suspend")).click()
+    browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "suspended")
+    suspended = [authorize(attestd.port, token) for token in tokens]
+    browser.wait(lambda d: d.find_element(By.ID, "resume")).click()
+    browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "active")
+    resumed = [authorize(attestd.port, token) for token in tokens]
+    t.check(suspended == [401] * 3 and resumed == [200] * 3, "Suspend refuses the devices' tokens and Resume lets them through again",
+            "suspended %s, resumed %s" % (suspended, resumed))
+    browser.driver.find_element(By.LINK_TEXT, "Devices").click()
+    rows = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]"))
+    rows[0].find_element(By.TAG_NAME, "button").click()
+    browser.wait(lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: "blocked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")[0].text.lower())
+    t.check(sum(authorize(attestd.port, token) == 200 for token in tokens) == 2, "Block blocks the device: its token is refused at once")
+
+    browser.driver.find_element(By.LINK_TEXT, "Overview").click()
+    browser.wait(lambda d: d.find_element(By.ID, "revoke")).click()
+    dialog = browser.wait(lambda d: d.find_element(By.ID, "confirm") if d.find_element(By.ID, "confirm").is_displayed() else None)
+    said = dialog.text
+    t.check("permanent" in said and "live access tokens stop working" in said and "devices are blocked" in said,
+            "Revoke asks for confirmation and names what will happen", said)
+    browser.shot("revoke-confirmation.png")
+    browser.find("#confirm-input").send_keys("Message")
+    browser.find("#confirm-ok").click()
+    wrong = browser.wait(lambda d: d.find_element(By.ID, "confirm-error").text)
+    t.check("Messages" in wrong and browser.find("#confirm").is_displayed(), "a mistyped name does not revoke", wrong)
+    browser.find("#confirm-input").send_keys("s")
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "revoked")
+    t.check(not browser.present("#revoke"), "the integration shows as revoked, with no Revoke control left")
+    t.check(all(authorize(attestd.port, token) == 401 for token in tokens), "every token of its devices is refused by /v1/authorize")
+    browser.shot("revoked.png")
+
+    browser.driver.find_element(By.LINK_TEXT, "Audit log").click()
+    browser.wait_heading("Audit log")
+    audit = browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main table")).text
+    t.check("integration.revoke" in audit and "device.block" in audit and "Olivia (owner)" in audit,
+            "the audit log shows the changes under the key's name")
+    browser.shot("audit.png")
+    browser.driver.find_element(By.LINK_TEXT, "Admin keys").click()
+    browser.wait_heading("Admin keys")
+    offered = [o.get_attribute("value") for o in browser.driver.find_elements(By.CSS_SELECTOR, "#key-role option")]
+    t.check("owner" in offered and "primary_owner" not in offered, "an owner may create keys up to the owner role, not above",
+            ", ".join(offered))
+    browser.find("#key-name").send_keys("Devon (developer)")
+    browser.find("#create-key").click()
+    secret = browser.wait(lambda d: d.find_element(By.ID, "new-key").get_attribute("value"))
+    listed = browser.find("main table").text
+    t.check(secret.startswith("adm_") and "Devon (developer)" in listed and secret not in listed,
+            "Admin keys creates a developer key, shown once, listed without its secret")
+    args.developer_key = secret
+    browser.shot("admin-keys.png")
+    browser.driver.find_element(By.LINK_TEXT, "App integrations").click()
+    browser.wait_heading("App integrations")
+    browser.shot("integrations.png")
+    browser.collect_log()
+    browser.sign_out()
+    t.pass_("sign-out returns to the sign-in page")
+    return client_id
+
+
+def developer_flow(t, browser, args, client_id):
+    browser.sign_in(args.developer_key)
+    listed = browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main table")).text
+    t.check("Messages" in listed and not browser.present("#create-integration"),
+            "a developer (the key the owner made in the console) sees the integrations but no Create app integration control")
+    t.check(not browser.find("#nav-keys").is_displayed(), "a developer has no Admin keys screen")
+    browser.driver.get(browser.base + "/console/#/integrations/" + client_id)
+    browser.wait(lambda d: d.find_element(By.ID, "client-id"))
+    t.check(not browser.present("#revoke") and not browser.present("#suspend"), "a developer's Overview has no Revoke or Suspend control")
+    browser.driver.find_element(By.LINK_TEXT, "Devices").click()
+    browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]"))
+    t.check(not browser.driver.find_elements(By.CSS_SELECTOR, "tbody button"), "a developer's Devices has no Block control")
+    browser.collect_log()
+    browser.sign_out()
+
+
+def keyboard_flow(t, browser, args):
+    """Sign in and create an integration with the keyboard only: Tab, typing, Enter."""
+    driver = browser.driver
+    driver.get(browser.base + "/console/")
+    browser.wait(lambda d: d.switch_to.active_element.get_attribute("id") == "admin-key")
+    driver.switch_to.active_element.send_keys(args.owner_key, Keys.ENTER)
+    browser.wait_heading("App integrations")
+
+    def tab_to(element_id, limit=40):
+        for _ in range(limit):
+            if driver.switch_to.active_element.get_attribute("id") == element_id:
+                return True
+            driver.switch_to.active_element.send_keys(Keys.TAB)
+        return False
+
+    reached = tab_to("create-integration")
+    if reached:
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        browser.wait_heading("Create app integration")
+        reached = tab_to("name")
+        driver.switch_to.active_element.send_keys("Keyboard app", Keys.TAB, TEAM, Keys.TAB, "com.example.keys", Keys.TAB)
+        # The environment select: the arrow key picks "Development".
+        driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        reached = reached and tab_to("create-submit")
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+    try:
+        browser.wait_heading("Keyboard app")
+        shown = browser.find("main dl").text
+        ok = reached and "Development" in shown and "com.example.keys" in shown
+    except TimeoutException:
+        ok, shown = False, "no Overview"
+    t.check(ok, "an integration is created from the keyboard alone (Tab, typing, arrows, Enter)", shown[:200])
+    # The picture for docs/console.png: the list with a live and a revoked integration, no toast.
+    driver.get(browser.base + "/console/#/integrations")
+    browser.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tbody tr")) == 2)
+    driver.execute_script("const t = document.getElementById('toast'); t.textContent = ''; t.classList.remove('visible');")
+    time.sleep(0.3)
+    browser.shot("console.png")
+    browser.collect_log()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--artifacts", required=True)
+    parser.add_argument("--docs-screenshot")
+    args = parser.parse_args()
+    t = Tally()
+    attestctl = os.path.join(args.bin, "attestctl")
+    db = os.path.join(args.work, "console.sqlite")
+    root = os.path.join(args.work, "simulator-root.pem")
+    args.state = os.path.join(args.work, "simulator")
+    os.makedirs(args.artifacts, exist_ok=True)
+    stale = os.path.join(args.artifacts, "failure.png")
+    if os.path.exists(stale):  # a failed earlier run's picture, not this run's
+        os.remove(stale)
+    run([attestctl, "simulate", "--write-trust-anchor", root, "--state", args.state], check=True)
+    attestd = Attestd(os.path.join(args.bin, "attestd"), os.path.join(args.work, "attestd.log"),
+                      ["--db", db, "--trust-anchor", root, "--address-rate", "0"])
+    if not t.check(attestd.started() and attestd.admin_port, "attestd starts with its admin listener on loopback",
+                   attestd.log_text()[-600:]):
+        return t.finish()
+    made = run([attestctl, "admin-key", "create", "--db", db, "--workspace", "ws_console", "--role", "owner", "--name", "Olivia (owner)"])
+    args.owner_key = made.stdout.strip()
+    t.check(args.owner_key.startswith("adm_"), "attestctl admin-key create makes the workspace's first owner key", made.stderr[-300:])
+    base = "http://%s:%d" % (HOST, attestd.admin_port)
+    with urllib.request.urlopen(base + "/console/", timeout=5) as response:
+        headers = response.headers
+    t.check(headers.get("Content-Security-Policy") == "default-src 'self'; frame-ancestors 'none'"
+            and headers.get("X-Content-Type-Options") == "nosniff" and headers.get("Referrer-Policy") == "no-referrer",
+            "the console page is sent with the CSP, nosniff and no-referrer")
+    browser = Console(base, os.path.join(args.work, "chromium"), args.artifacts)
+    try:
+        client_id = owner_flow(t, browser, args, attestd, args.work)
+        developer_flow(t, browser, args, client_id)
+        keyboard_flow(t, browser, args)
+    except Exception as error:  # a step that timed out or found nothing: one FAIL with where, not a traceback
+        browser.shot("failure.png")
+        t.fail("the browser run stopped early", "%s: %s (see %s)" % (type(error).__name__, str(error).splitlines()[0] if str(error) else "",
+                                                                    os.path.join(args.artifacts, "failure.png")))
+    finally:
+        browser.collect_log()
+        browser.quit()
+        attestd.stop()
+    t.check(not browser.errors, "no page logged an error (no CSP violation, no failed script)", "; ".join(browser.errors)[:600])
+    overview = os.path.join(args.artifacts, "console.png")
+    if args.docs_screenshot and os.path.exists(overview):
+        shutil.copyfile(overview, args.docs_screenshot)
+    print("screenshots in %s" % args.artifacts)
+    return t.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
