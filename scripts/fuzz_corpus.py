@@ -1,8 +1,9 @@
 """The seed corpus of scripts/fuzz, one file each (named by its SHA-1) in OUT, so that every parser
 the fuzz target reaches starts from valid inputs: every recorded attestation and assertion object,
 every CBOR vector, every recorded receipt (inside the recorded attestations and in the veehaitch
-YAML files) and each receipt's signed content (the DER payload), and a few request bodies, fields,
-headers and paths. Run from the repository's root: python3 scripts/fuzz_corpus.py OUT
+YAML files) and each receipt's signed content (the DER payload), and a few request bodies (device,
+admin, form), fields, headers (Authorization, Cookie, Content-Type) and paths.
+Run from the repository's root: python3 scripts/fuzz_corpus.py OUT
 """
 
 import base64
@@ -116,10 +117,15 @@ for body in bodies:
     put(json.dumps(body))
 put('{ "client_id" : "clid_\\u0030\\/\\"\\\\\\b\\f\\n\\r\\t\\ud83d\\ude00" }\r\n')
 put("{}")
+put(
+    '{"name": "Messages", "team_id": "ABCDE12345", "bundle_ids": ["com.example.a", "com.example.b"], "environment": "both",'
+    ' "require_valid_receipt": true, "max_risk_metric": 5, "max_new_keys_per_hour": -1, "max_live_tokens_per_device": null}'
+)
 for text in [client_id, key_id, challenge, assertion["challenge_b64"], attestation["object_b64"][:64]]:
     put(text)
 put("token=abc.def-ghi&x=a%2Bb+c%C3%A9")
 put("Bearer abc.def_ghi-jkl\nbearer second")
+put("attestd_session=abc; theme=dark")
 put("application/json; charset=utf-8")
 put("/admin/v1/integrations/%s/revoke?x=1" % client_id)
 put("/console/static/app.js")

@@ -6,7 +6,8 @@ import AttestHTTPServer
 package enum RequestParsers {
     /// Route patterns with each kind of segment: literals, `{name}` and `{name...}`.
     static let patterns = [
-        "/v1/attest", "/v1/token", "/v1/introspect", "/admin/v1/integrations/{client_id}/revoke", "/console/{path...}",
+        "/v1/attest", "/v1/token", "/v1/introspect", "/admin/v1/integrations/{client_id}/revoke", "/admin/v1/devices/{key_id}/block",
+        "/console/{file...}",
     ].map(PathPattern.init)
 
     /// How much of an input becomes header values and the request target. No branch of their
@@ -15,15 +16,16 @@ package enum RequestParsers {
     static let lineLimit = 1024
 
     /// Runs `bytes` through each parser: as a body, the JSON reader (then every member value through
-    /// the field decoders, as a device request's fields go) and the form reader; as text (invalid
-    /// UTF-8 replaced), the field decoders; and its first `lineLimit` bytes, split into lines (up to
-    /// four), as the request target (the first line), the `Content-Type` header and the
-    /// `Authorization` header (one per line, so duplicates are reachable), then the route patterns.
+    /// the field decoders, as a device request's fields go), the admin API's body with its members
+    /// and the form reader; as text (invalid UTF-8 replaced), the field decoders; and its first
+    /// `lineLimit` bytes, split into lines (up to four), as the request target (the first line), the
+    /// `Content-Type` header, and the `Authorization` and `Cookie` headers (one per line, so
+    /// duplicates are reachable), then the route patterns.
     package static func exercise(_ bytes: [UInt8]) {
         let lines = bytes.prefix(lineLimit).split(separator: 0x0A, maxSplits: 3, omittingEmptySubsequences: false).map {
             String(decoding: $0, as: UTF8.self)
         }
-        let headers = lines.map { HTTPHeader(name: "Authorization", value: $0) }
+        let headers = lines.flatMap { [HTTPHeader(name: "Authorization", value: $0), HTTPHeader(name: "Cookie", value: $0)] }
         let request = HTTPRequest(
             method: "POST", target: lines.first ?? "", headers: [HTTPHeader(name: "Content-Type", value: lines.last ?? "")] + headers,
             body: bytes, remoteAddress: "127.0.0.1")
@@ -33,10 +35,17 @@ package enum RequestParsers {
         let body = HTTPRequest(
             method: "POST", path: "/v1/attest", headers: [HTTPHeader(name: "Content-Type", value: "application/json")], body: bytes)
         _ = try? RequestDecoding.jsonFields(body, required: [.clientID, .keyID, .attestation, .challenge])
+        if let admin = try? AdminBody(body) {
+            _ = try? admin.string(.name)
+            _ = try? admin.strings(.bundleIDs)
+            _ = try? admin.environments()
+            _ = try? admin.policy(current: nil)
+        }
         _ = FormBody.parse(bytes)
         decodeFields(String(decoding: bytes, as: UTF8.self))
         _ = try? RequestDecoding.requireContentType(request, .json)
         _ = BearerCredential(request)
+        _ = ConsoleCookie.session(request)
         for pattern in patterns { _ = pattern.match(request.path) }
     }
 
