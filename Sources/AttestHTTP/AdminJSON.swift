@@ -70,13 +70,7 @@ struct AdminBody {
 
     init(_ request: HTTPRequest) throws(Problem) {
         try RequestDecoding.requireContentType(request, .json)
-        do {
-            members = try FlatJSON.values(request.body)
-        } catch .duplicateKey {
-            throw Problem.malformed(.jsonDuplicateKey, "a JSON key appears twice")
-        } catch {
-            throw Problem.malformed(.json, "the body must be one JSON object")
-        }
+        members = try RequestDecoding.parsingJSON("one JSON object") { () throws(FlatJSON.Failure) in try FlatJSON.values(request.body) }
     }
 
     /// A required string member.

@@ -23,18 +23,24 @@ enum RequestDecoding {
         }
     }
 
+    /// Runs a `FlatJSON` parse, answering its failures as the API does: a key given twice, or a
+    /// body that is not `shape`.
+    static func parsingJSON<Value>(_ shape: String, _ parse: () throws(FlatJSON.Failure) -> Value) throws(Problem) -> Value {
+        do {
+            return try parse()
+        } catch .duplicateKey {
+            throw Problem.malformed(.jsonDuplicateKey, "a JSON key appears twice")
+        } catch {
+            throw Problem.malformed(.json, "the body must be \(shape)")
+        }
+    }
+
     /// The members of a JSON body, after the media type, shape and required-field checks.
     static func jsonFields(
         _ request: HTTPRequest, required: [ServiceError.RequestField]
     ) throws(Problem) -> [ServiceError.RequestField: String] {
         try requireContentType(request, .json)
-        let members: [String: String]
-        do {
-            members = try FlatJSON.parse(request.body)
-        } catch .duplicateKey {
-            throw Problem.malformed(.jsonDuplicateKey, "a JSON key appears twice")
-        } catch {
-            throw Problem.malformed(.json, "the body must be one JSON object of string values")
+        let members = try parsingJSON("one JSON object of string values") { () throws(FlatJSON.Failure) in try FlatJSON.parse(request.body)
         }
         var fields: [ServiceError.RequestField: String] = [:]
         for field in required {

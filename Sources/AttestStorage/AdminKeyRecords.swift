@@ -88,8 +88,5 @@ package struct IntegrationCounts: Sendable, Equatable {
     package var devices: Int
     package var liveTokens: Int
 
-    package init(devices: Int, liveTokens: Int) {
-        self.devices = devices
-        self.liveTokens = liveTokens
-    }
+    package init(devices: Int, liveTokens: Int) { (self.devices, self.liveTokens) = (devices, liveTokens) }
 }

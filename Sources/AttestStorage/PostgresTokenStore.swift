@@ -288,12 +288,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         """)
 
     package func statistics() throws(StorageError) -> StoreStatistics {
-        let row = try perform(.read) { session throws(StorageError) in try session.row(Self.statistics, []) }
-        guard let row else { throw .statementFailed("the statistics answered no row") }
-        return StoreStatistics(
-            activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
-            suspendedIntegrations: Int(try row.int64(3)),
-            bytes: try row.int64(4))
+        try StoreStatistics(row: try perform(.read) { session throws(StorageError) in try session.row(Self.statistics, []) })
     }
 
     package func backup(to path: String) throws(StorageError) {

@@ -188,10 +188,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
 
     package func statistics() throws(StorageError) -> StoreStatistics {
         let row = try perform(.read) { session throws(StorageError) in try session.row(Self.statistics, []) }
-        guard let row else { throw .statementFailed("the statistics answered no row") }
-        return StoreStatistics(
-            activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
-            suspendedIntegrations: Int(try row.int64(3)),
-            bytes: try row.int64(4) + FileSize.of(path + "-wal"))
+        // The WAL's bytes too: until a checkpoint, part of the database is only there.
+        return try StoreStatistics(row: row, extraBytes: FileSize.of(path + "-wal"))
     }
 }

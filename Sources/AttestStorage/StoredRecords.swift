@@ -187,3 +187,15 @@ extension SQLValue {
     /// A whole number, or NULL for nil.
     init(_ number: Int64?) { self = number.map { .integer($0) } ?? .null }
 }
+
+extension StoreStatistics {
+    /// The statistics query's one row: both dialects select active integrations, active devices,
+    /// revoked and suspended integrations and the database's bytes, in that order; `extraBytes`
+    /// are bytes the database does not count itself (SQLite's WAL).
+    init(row: SQLRow?, extraBytes: Int64 = 0) throws(StorageError) {
+        guard let row else { throw .statementFailed("the statistics answered no row") }
+        self.init(
+            activeIntegrations: Int(try row.int64(0)), activeDevices: Int(try row.int64(1)), revokedIntegrations: Int(try row.int64(2)),
+            suspendedIntegrations: Int(try row.int64(3)), bytes: try row.int64(4) + extraBytes)
+    }
+}
