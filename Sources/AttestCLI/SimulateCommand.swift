@@ -210,11 +210,17 @@ struct SimulationReport {
     /// A pointer to the usual cause of the failures a first run meets.
     private func hints(_ failures: Set<StepFailure>) -> [String] {
         var hints: [String] = []
+        let cap =
+            "every simulated device comes from one address, so run fewer at once (--concurrency, now \(plan.concurrency)) "
+            + "or start attestd with --connections-per-address 0"
+        if failures.contains(where: { $0.code == "too_many_connections" }) {
+            hints.append(
+                "hint: attestd refused connections over its cap per client address (--connections-per-address, default 32): " + cap)
+        }
         if failures.contains(where: { $0.code == "transport" }) {
             hints.append(
-                "hint: is attestd listening on \(plan.url)? If some devices succeeded, attestd closed connections past its cap per "
-                    + "client address (--connections-per-address, default 32): every simulated device comes from one address, so run "
-                    + "fewer at once (--concurrency, now \(plan.concurrency)) or start attestd with --connections-per-address 0")
+                "hint: is attestd listening on \(plan.url)? If some devices succeeded, attestd may have closed connections past "
+                    + "twice its cap per client address (--connections-per-address, default 32): " + cap)
         }
         if failures.contains(where: { $0.reason.hasPrefix("chain_invalid") }) {
             hints.append(

@@ -1,4 +1,4 @@
-import AttestHTTPServer
+package import AttestHTTPServer
 package import AttestObservability
 package import AttestService
 
@@ -48,6 +48,15 @@ package enum AttestAPI {
             self.exchangesReceiptsWithApple = exchangesReceiptsWithApple
         }
     }
+
+    /// The answer to a request on a connection over `--connections-per-address` (the HTTP server
+    /// sends it with `Connection: close`): 503 `too_many_connections`, `Retry-After: 1`, as nginx's
+    /// `limit_conn` answers 503.
+    package static let overConnectionCapResponse = Problem(
+        .tooManyConnections, .connectionsPerAddress,
+        "this client address holds its whole share of connections (--connections-per-address); retry after closing one",
+        headers: [HTTPHeader(name: "Retry-After", value: "1")]
+    ).response
 
     /// The router of the admin listener: the admin API (`/admin/v1/`) and the console
     /// (`/console/`), never served on the device-facing listener.

@@ -19,6 +19,8 @@ struct Problem: Error, Sendable {
         case invalidToken
         /// A console change without the session's CSRF token.
         case forbidden
+        /// A connection over the per-address cap (answered by the HTTP server, not a route).
+        case tooManyConnections
 
         /// The stable wire spelling.
         var identifier: String {
@@ -30,6 +32,7 @@ struct Problem: Error, Sendable {
             case .unsupportedMediaType: "unsupported_media_type"
             case .unauthorized: "unauthorized"
             case .invalidToken: "invalid_token"
+            case .tooManyConnections: "too_many_connections"
             }
         }
 
@@ -54,6 +57,7 @@ struct Problem: Error, Sendable {
             case .unsupportedMediaType: 415
             case .unauthorized, .invalidToken: 401
             case .forbidden: 403
+            case .tooManyConnections: 503
             }
         }
     }
@@ -68,6 +72,7 @@ struct Problem: Error, Sendable {
         case missingToken
         case invalidToken
         case csrf
+        case connectionsPerAddress
 
         /// The stable wire spelling.
         var identifier: String {
@@ -80,6 +85,7 @@ struct Problem: Error, Sendable {
             case .gatewaySecret: "gateway_secret"
             case .missingToken: "missing_token"
             case .invalidToken: "invalid_token"
+            case .connectionsPerAddress: "connections_per_address"
             }
         }
     }

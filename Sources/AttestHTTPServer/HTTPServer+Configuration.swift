@@ -17,7 +17,9 @@ extension HTTPServer {
         package var connectionTimeoutSeconds: UInt32
         /// Connections open at once, across all threads; further clients are accepted and closed.
         package var connectionLimit: UInt32
-        /// Connections open at once from one IP address; 0 means no per-address limit.
+        /// Connections open at once from one IP address; 0 means no per-address limit. The first
+        /// request on a connection over it gets `overCapResponse` and the connection is closed;
+        /// connections past twice it are closed at accept without an answer.
         package var perAddressConnectionLimit: UInt32
         /// Seconds a request's headers and body may take in all, however steadily they trickle in
         /// (answered 408 and closed past it); also bounds a request line trickled into an open
@@ -26,6 +28,9 @@ extension HTTPServer {
         /// Called (on an MHD thread; keep it quick) with the address of each connection refused by
         /// `perAddressConnectionLimit`.
         package var onRefusal: (@Sendable (String) -> Void)?
+        /// The answer to a request on a connection over `perAddressConnectionLimit` (sent with
+        /// `Connection: close`); by default 503 with `Retry-After: 1` and no body.
+        package var overCapResponse = HTTPResponse(status: 503, headers: [HTTPHeader(name: "Retry-After", value: "1")], body: [])
 
         /// Makes a configuration; the defaults suit a service behind a local reverse proxy.
         package init(

@@ -30,7 +30,8 @@ package final class HTTPServer: Sendable {
         let context = ServerContext(
             responder: responder, maximumBodyBytes: configuration.maximumBodyBytes,
             requestDeadline: .seconds(Int(configuration.requestDeadlineSeconds)),
-            addresses: ConnectionsPerAddress(limit: Int(configuration.perAddressConnectionLimit), onRefusal: configuration.onRefusal))
+            addresses: ConnectionsPerAddress(limit: Int(configuration.perAddressConnectionLimit), onRefusal: configuration.onRefusal),
+            overCapResponse: configuration.overCapResponse)
         // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal polling threads.
         // MHD_ALLOW_SUSPEND_RESUME: connections parked for a deferred answer (`DeferredResponse`).
         var flags =
@@ -83,7 +84,8 @@ package final class HTTPServer: Sendable {
 
     deinit { stop() }
 
-    /// Connections refused because their address held its whole per-address share.
+    /// Connections refused because their address held its whole per-address share (answered with
+    /// `Configuration.overCapResponse`, or closed at accept past twice the share).
     package var refusedConnectionCount: Int { context.addresses.refused.load(ordering: .relaxed) }
 
     /// Requests begun and not yet finished (response sent, or abandoned); for tests and `stop()`.

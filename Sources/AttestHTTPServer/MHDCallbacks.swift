@@ -32,7 +32,12 @@ func requestCompletedCallback(
     if let connection { context.deadlines.requestCompleted(CMicroHTTPD_connection_fd(connection)) }
 }
 
-/// MHD_OPTION_NOTIFY_CONNECTION: a connection opened or closed; tracked for the request deadline.
+/// The `socket_context` (as a bit pattern, never dereferenced) of a connection over its address's
+/// cap: its first request gets the over-cap answer. Nothing else sets a connection's socket context.
+private let overCapMarker = 1
+
+/// MHD_OPTION_NOTIFY_CONNECTION: a connection opened or closed; tracked for the request deadline and
+/// the per-address cap (a connection over it is marked in its `socket_context`).
 func connectionNotifyCallback(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
     _ code: MHD_ConnectionNotificationCode
@@ -43,14 +48,15 @@ func connectionNotifyCallback(
     let address = CMicroHTTPD_connection_client_address(connection).map(SocketAddress.text(of:)) ?? ""
     if code == .CONNECTION_NOTIFY_STARTED {
         context.deadlines.opened(fd)
-        context.addresses.opened(address)
+        if context.addresses.opened(address) { socketContext?.pointee = UnsafeMutableRawPointer(bitPattern: overCapMarker) }
     } else {
         context.deadlines.closed(fd)
         context.addresses.closed(address)
     }
 }
 
-/// The accept policy: refuses a connection whose address holds its whole per-address share.
+/// The accept policy: refuses a connection whose address holds twice its per-address share (below
+/// that, one over the share is kept and answered by `accessHandler`).
 func acceptPolicyCallback(_ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> MHD_Result {
     guard let cls, let address else { return .YES }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
@@ -76,6 +82,9 @@ func accessHandler(
         state.headersProcessed = true
         state.headers = connectionHeaders(connection)
         state.remoteAddress = CMicroHTTPD_connection_client_address(connection).map(SocketAddress.text(of:)) ?? ""
+        if let mark = CMicroHTTPD_connection_socket_context(connection), Int(bitPattern: mark) == overCapMarker {
+            return queue(context.overCapResponse, on: connection, forceClose: true)
+        }
         // Refuse an announced oversized body before reading any of it (and before MHD would send
         // `100 Continue`): the body is never buffered, and closing stops the client from sending it.
         if hasAmbiguousFraming(state.headers) {

@@ -19,9 +19,15 @@ final class ServerContext: Sendable {
     let addresses: ConnectionsPerAddress
     /// Connections suspended until their deferred answer comes.
     let parked = ParkedConnections()
+    /// The answer to the first request on a connection over its address's cap.
+    let overCapResponse: HTTPResponse
 
-    init(responder: any HTTPResponder, maximumBodyBytes: Int, requestDeadline: Duration, addresses: ConnectionsPerAddress) {
+    init(
+        responder: any HTTPResponder, maximumBodyBytes: Int, requestDeadline: Duration, addresses: ConnectionsPerAddress,
+        overCapResponse: HTTPResponse
+    ) {
         self.responder = responder
+        self.overCapResponse = overCapResponse
         self.maximumBodyBytes = maximumBodyBytes
         deadlines = RequestDeadlines(limit: requestDeadline)
         self.addresses = addresses
@@ -52,11 +58,14 @@ final class RequestState {
 }
 
 /// Open connections per client address: the cap that keeps one address from taking the server
-/// (libmicrohttpd has one too, but refuses in silence; this one counts and reports each refusal).
+/// (libmicrohttpd has one too, but refuses in silence; this one answers, counts and reports each refusal).
 ///
-/// A connection is counted when MHD reports it open and uncounted when it reports it closed; the
-/// accept policy refuses an address already at the cap. Two accepts of one address on two threads
-/// at the same instant can both pass, so the cap can be exceeded by at most the number of threads.
+/// As nginx's `limit_conn`, a connection over the cap is answered rather than reset: it is kept, and
+/// its first request gets the server's over-cap answer (503 with `Retry-After`) and the connection is
+/// closed. Only past twice the cap is a connection closed at accept with no answer, so an address
+/// cannot hold more than that many descriptors. A connection is counted when MHD reports it open and
+/// uncounted when it reports it closed. Two accepts of one address on two threads at the same instant
+/// can both pass the accept check, so the hard bound can be exceeded by at most the number of threads.
 final class ConnectionsPerAddress: Sendable {
     let limit: Int
     private let open = Mutex<[String: Int]>([:])
@@ -68,23 +77,24 @@ final class ConnectionsPerAddress: Sendable {
         self.onRefusal = onRefusal
     }
 
-    /// Whether a connection from `address` may be kept.
+    /// Whether libmicrohttpd should keep a connection from `address` at all (under twice the cap).
     func admits(_ address: String) -> Bool {
         guard limit > 0 else { return true }
-        let admitted = open.withLock { ($0[address] ?? 0) < limit }
-        if !admitted {
-            refused.add(1, ordering: .relaxed)
-            onRefusal?(address)
-        }
+        let admitted = open.withLock { ($0[address] ?? 0) < 2 * limit }
+        if !admitted { refuse(address) }
         return admitted
     }
 
-    /// Whether `address` holds its whole share now (for tests).
-    func isFull(_ address: String) -> Bool { open.withLock { ($0[address] ?? 0) >= limit } }
-
-    func opened(_ address: String) {
-        guard limit > 0 else { return }
-        open.withLock { $0[address, default: 0] += 1 }
+    /// Counts a connection MHD kept; true when it is over the cap and its first request is to be refused.
+    func opened(_ address: String) -> Bool {
+        guard limit > 0 else { return false }
+        let count = open.withLock { table in
+            table[address, default: 0] += 1
+            return table[address] ?? 0
+        }
+        guard count > limit else { return false }
+        refuse(address)
+        return true
     }
 
     func closed(_ address: String) {
@@ -93,5 +103,13 @@ final class ConnectionsPerAddress: Sendable {
             let count = (table[address] ?? 1) - 1
             table[address] = count > 0 ? count : nil
         }
+    }
+
+    /// Connections open from `address` now (for tests).
+    func openCount(_ address: String) -> Int { open.withLock { $0[address] ?? 0 } }
+
+    private func refuse(_ address: String) {
+        refused.add(1, ordering: .relaxed)
+        onRefusal?(address)
     }
 }

@@ -33,6 +33,7 @@ package final class Server: Sendable {
             host: configuration.host, port: configuration.port, perAddressConnectionLimit: configuration.connectionsPerAddress,
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
         httpConfiguration.threads = configuration.workerThreads
+        httpConfiguration.overCapResponse = AttestAPI.overConnectionCapResponse
         let refusals = RefusalLog(logger: logger)
         let metrics = application.metrics
         httpConfiguration.onRefusal = { address in

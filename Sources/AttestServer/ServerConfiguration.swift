@@ -51,7 +51,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     }
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
     /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
-    /// 32 of 4,096: it takes 128 addresses to fill the server.
+    /// 32 of 4,096; connections over it are answered 503 and closed, and one address is held to twice
+    /// it (64) while those answers wait for a request: it takes 64 addresses to fill the server.
     package var connectionsPerAddress: UInt32 = 32
     /// Seconds a request's headers and body may take in all (408 past it; 0 = no deadline).
     package var requestDeadlineSeconds = 10

@@ -17,7 +17,6 @@ typedef void *(*CMicroHTTPD_URILogCallback)(void *cls, const char *uri, struct M
 // fixes the argument list: the three callbacks that take a function pointer plus a context pointer
 // (access handler, MHD_OPTION_NOTIFY_COMPLETED, MHD_OPTION_URI_LOG_CALLBACK) are typed parameters,
 // and every other option arrives as an MHD_OPTION_ARRAY terminated by {MHD_OPTION_END, 0, NULL}.
-// No accept-policy callback: connection limits are MHD options.
 // MHD_OPTION_NOTIFY_CONNECTION (connection opened and closed) is the fourth such callback.
 // The accept-policy callback (apc) decides per connecting address, before MHD keeps the connection.
 static inline struct MHD_Daemon *CMicroHTTPD_start_daemon(
@@ -58,6 +57,14 @@ static inline int CMicroHTTPD_connection_fd(struct MHD_Connection *connection)
 {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     return info == NULL ? -1 : info->connect_fd;
+}
+
+// MHD_get_connection_info again (variadic): the pointer the connection-notify callback stored in
+// its `socket_context` when the connection opened, or NULL.
+static inline void *CMicroHTTPD_connection_socket_context(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
 }
 
 #endif

@@ -23,7 +23,7 @@ private final class SimulatorWorld {
     let server: Server
     let integration: IntegrationRecord
 
-    init() throws {
+    init(configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestctl-simulate-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         state = directory.appendingPathComponent("state").path
@@ -36,6 +36,7 @@ private final class SimulatorWorld {
         configuration.adminListen = nil
         configuration.database = .sqlite(path: database)
         configuration.trustAnchorFile = anchor
+        configure(&configuration)
         server = try Server(configuration: configuration, version: "test", logger: Logger(sink: SilentSink()))
         let admin = IntegrationAdmin(store: try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0))
         integration = try admin.create(
@@ -137,6 +138,20 @@ struct SimulateCommandTests {
             ])
         #expect(code == 1)
         #expect(console.out.withLock { $0.contains("code=transport") && $0.contains("hint: is attestd listening") })
+    }
+
+    @Test("a connection over attestd's per-address cap is reported as its 503 with a hint naming the cap")
+    func overConnectionCap() throws {
+        let world = try SimulatorWorld { $0.connectionsPerAddress = 1 }
+        // This connection holds the address's one share, so the simulator's are over the cap.
+        let held = try RawHTTPClient(port: world.server.http.port)
+        try held.send("GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        let (code, console) = world.simulate(devices: 1, refreshes: 0, extra: ["--concurrency", "1"])
+        let output = console.out.withLock { $0 }
+        #expect(code == 1)
+        #expect(output.contains("challenge: 1 x HTTP 503 code=too_many_connections reason=connections_per_address"))
+        #expect(output.contains("hint: attestd refused connections over its cap per client address (--connections-per-address"))
+        #expect(!output.contains("hint: is attestd listening"))
     }
 
     @Test(

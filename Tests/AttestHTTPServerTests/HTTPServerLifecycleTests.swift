@@ -93,14 +93,17 @@ struct HTTPServerLifecycleTests {
         #expect(eventually { server.activeRequestCount == 0 })
     }
 
-    @Test("closes a second connection from the same address beyond the per-address limit")
+    @Test("answers a second connection from the same address beyond the per-address limit with 503 and closes it")
     func perAddressLimit() throws {
         let server = try startServer(RecordingResponder()) { $0.perAddressConnectionLimit = 1 }
         let first = try RawHTTPClient(port: server.port)
         try first.sendGET()
         #expect(try first.receiveResponse().status == 200)
         let second = try RawHTTPClient(port: server.port)
-        try? second.sendGET()
+        try second.sendGET()
+        let answer = try second.receiveResponse()
+        #expect(answer.status == 503)
+        #expect(answer.header("Retry-After") == "1")
         #expect(second.isClosedByServer())
     }
 

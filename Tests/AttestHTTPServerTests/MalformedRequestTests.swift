@@ -165,26 +165,53 @@ struct RequestDeadlineTests {
 
 @Suite("HTTPServer: the per-address connection cap")
 struct PerAddressCapTests {
-    @Test("refuses an address's connections beyond its share, counts and reports each, and admits it again when one closes")
-    func refusesAndReports() throws {
+    @Test(
+        "answers a connection over its address's share with the over-cap answer and closes it, counts and reports it, and admits the address again when one closes"
+    )
+    func answersOverCap() throws {
         let refusals = Mutex<[String]>([])
-        let server = try startServer(RecordingResponder()) {
+        let responder = RecordingResponder()
+        let server = try startServer(responder) {
             $0.perAddressConnectionLimit = 2
             $0.onRefusal = { address in refusals.withLock { $0.append(address) } }
+            $0.overCapResponse = HTTPResponse(
+                status: 503, headers: [HTTPHeader(name: "Retry-After", value: "1")], body: Array("over the cap".utf8))
         }
         defer { server.stop() }
         var held: [RawHTTPClient?] = try (0..<2).map { _ in try RawHTTPClient(port: server.port) }
         for client in held { try client?.send("GET /held HTTP/1.1\r\nHost: x\r\n") }
-        #expect(eventually { server.context.addresses.isFull("127.0.0.1") })
+        #expect(eventually { server.context.addresses.openCount("127.0.0.1") == 2 })
         let third = try RawHTTPClient(port: server.port)
-        #expect(third.discardUntilClosed())
+        try third.sendGET("/third")
+        let answer = try third.receiveResponse()
+        #expect(answer.status == 503)
+        #expect(answer.header("Retry-After") == "1")
+        #expect(answer.header("Connection")?.lowercased() == "close")
+        #expect(answer.body == Array("over the cap".utf8))
+        #expect(third.isClosedByServer())
+        #expect(!responder.requests.contains { $0.path == "/third" }, "the responder never sees a request over the cap")
         #expect(server.refusedConnectionCount == 1)
         #expect(refusals.withLock { $0 } == ["127.0.0.1"])
         // Once one of the two closes, the address is admitted again.
         held[0] = nil  // closes its socket
-        #expect(eventually { !server.context.addresses.isFull("127.0.0.1") })
+        #expect(eventually { server.context.addresses.openCount("127.0.0.1") == 1 })
         let again = try RawHTTPClient(port: server.port)
         try again.sendGET("/again")
         #expect(try again.receiveResponse().status == 200)
+    }
+
+    @Test("closes connections past twice the share at accept, without an answer")
+    func closesPastTwiceTheCap() throws {
+        let server = try startServer(RecordingResponder()) { $0.perAddressConnectionLimit = 1 }
+        defer { server.stop() }
+        let first = try RawHTTPClient(port: server.port)
+        try first.send("GET /held HTTP/1.1\r\nHost: x\r\n")
+        let second = try RawHTTPClient(port: server.port)  // over the cap: kept until its first request
+        #expect(eventually { server.context.addresses.openCount("127.0.0.1") == 2 })
+        let third = try RawHTTPClient(port: server.port)
+        #expect(third.discardUntilClosed(), "past twice the cap the connection is closed at accept")
+        #expect(server.refusedConnectionCount == 2)
+        try second.sendGET("/second")
+        #expect(try second.receiveResponse().status == 503)
     }
 }

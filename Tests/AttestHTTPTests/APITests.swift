@@ -130,6 +130,36 @@ struct APITests {
         #expect(world.json(limited)["code"] as? String == "rate_limited")
     }
 
+    @Test("answers a connection over --connections-per-address with 503 too_many_connections and Retry-After, and counts it")
+    func overConnectionCap() throws {
+        let world = try HTTPWorld { $0.connectionsPerAddress = 1 }
+        var held: RawHTTPClient? = try world.client()
+        #expect(try held?.request("GET", "/healthz").status == 200)
+        let over = try world.client()
+        let answer = try over.request("GET", "/healthz")
+        #expect(answer.status == 503)
+        #expect(answer.header("Retry-After") == "1")
+        #expect(answer.header("Content-Type") == "application/problem+json")
+        #expect(world.json(answer)["code"] as? String == "too_many_connections")
+        #expect(world.json(answer)["reason"] as? String == "connections_per_address")
+        #expect(over.isClosedByServer())
+        held = nil
+        let (response, refusedMeanwhile) = try eventuallyAnswered(world)
+        let metrics = try #require(String(bytes: response.body, encoding: .utf8))
+        #expect(metrics.contains(#"attestd_connections_refused_total{reason="per_address"} \#(1 + refusedMeanwhile)"#))
+    }
+
+    /// GET /metrics once the held connection's close has reached the server (a new one is admitted),
+    /// with how many tries were refused before.
+    private func eventuallyAnswered(_ world: HTTPWorld) throws -> (RawHTTPResponse, Int) {
+        for attempt in 0..<100 {
+            let response = try world.client().request("GET", "/metrics")
+            if response.status == 200 { return (response, attempt) }
+            usleep(20_000)
+        }
+        throw RawHTTPClientError("/metrics stayed over the connection cap")
+    }
+
     @Test("blocks a key of a revoked integration from attesting under another integration (403 device_blocked)")
     func deviceBlocked() throws {
         let world = try HTTPWorld()
