@@ -88,6 +88,9 @@ package final class HTTPServer: Sendable {
     /// `Configuration.overCapResponse`, or closed at accept past twice the share).
     package var refusedConnectionCount: Int { context.addresses.refused.load(ordering: .relaxed) }
 
+    /// Connections parked now, waiting for a deferred answer.
+    package var parkedConnectionCount: Int { context.parked.count }
+
     /// Requests begun and not yet finished (response sent, or abandoned); for tests and `stop()`.
     var activeRequestCount: Int { context.activeRequests.load(ordering: .sequentiallyConsistent) }
 

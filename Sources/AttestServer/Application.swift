@@ -20,6 +20,8 @@ package final class Application: Sendable {
     package let adminRouter: Router
     /// The workspace admins' use cases behind `adminRouter`.
     package let workspaceAdmin: WorkspaceAdmin
+    /// The device-facing listener's gauges; `Server` attaches the listener once it runs.
+    package let listener: ListenerGauges
     package let metrics: Metrics
     /// The gateway credentials, re-read on SIGHUP (nil without `--gateway-secret-file`).
     package let gatewaySecrets: GatewaySecrets?
@@ -180,6 +182,8 @@ package final class Application: Sendable {
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
+        let listener = ListenerGauges()
+        self.listener = listener
         self.workspaceAdmin = workspaceAdmin
         adminRouter = AttestAPI.adminRouter(admin: workspaceAdmin, settings: settings, logger: logger, metrics: metrics)
         router = AttestAPI.router(
@@ -201,6 +205,12 @@ package final class Application: Sendable {
                     ("process_open_fds", "Open file descriptors of attestd.", process?.openDescriptors ?? 0),
                     ("process_max_fds", "The descriptor limit of attestd (LimitNOFILE).", process?.maximumDescriptors ?? 0),
                     ("process_threads", "Threads of attestd.", process?.threads ?? 0),
+                    (
+                        "attestd_http_parked_connections",
+                        "Device-facing connections waiting for their answer's lookup now (authorize and introspect).",
+                        listener.parkedConnections
+                    ),
+                    ("attestd_http_connection_limit", "Connections the device-facing listener holds at most.", listener.connectionLimit),
                     ("attestd_db_pool_size", "PostgreSQL connections the pool keeps at most (0 on SQLite).", pool?.size ?? 0),
                     ("attestd_db_pool_in_use", "PostgreSQL connections lent to requests now (0 on SQLite).", pool?.inUse ?? 0),
                     ("attestd_db_pool_waiting", "Requests waiting for a PostgreSQL connection now (0 on SQLite).", pool?.waiting ?? 0),

@@ -42,6 +42,7 @@ package final class Server: Sendable {
         }
         do {
             http = try HTTPServer(configuration: httpConfiguration, responder: application.router)
+            application.listener.attach(http)
         } catch {
             application.close()
             throw Application.StartupError(

@@ -55,9 +55,11 @@ struct DeferredResponseTests {
             try other.sendGET("/now")
             #expect(try other.receiveResponse().body == Array("now".utf8))
         }
+        #expect(eventually { server.parkedConnectionCount == 1 })
         responder.release()
         let response = try parked.receiveResponse()
         #expect(response.status == 200)
+        #expect(eventually { server.parkedConnectionCount == 0 })
         #expect(response.body == Array("later".utf8))
         // The connection goes on after a deferred answer (keep-alive).
         try parked.sendGET("/now")

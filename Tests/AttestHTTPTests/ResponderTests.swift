@@ -69,6 +69,19 @@ struct ResponderTests {
         #expect(value("attestd_db_pool_waiting") == 0)
     }
 
+    @Test("a scrape shows the listener's parked connections and its connection limit, once it listens")
+    func listenerMetrics() throws {
+        func value(_ name: String, in world: HTTPWorld) -> Int? {
+            let text = String(decoding: world.app.router.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
+            return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
+        }
+        let listening = try HTTPWorld()
+        #expect(value("attestd_http_connection_limit", in: listening) == Int(listening.server.http.connectionLimit))
+        #expect(value("attestd_http_parked_connections", in: listening) == 0)
+        let silent = try HTTPWorld(listening: false)
+        #expect(value("attestd_http_connection_limit", in: silent) == 0)
+    }
+
     @Test("registers the /test/ routes only in test mode")
     func testRoutesOnlyInTestMode() throws {
         let production = try HTTPWorld(listening: false)
