@@ -25,8 +25,12 @@ package final class SQLiteDatabase {
     /// `busyTimeout` while WAL is switched on.
     package init(path: String, busyTimeout: Duration = SQLiteDatabase.defaultBusyTimeout, create: Bool = true) throws(StorageError) {
         var connection: OpaquePointer?
+        _ = Self.configured
         // EXRESCODE: failures report extended codes (e.g. SQLITE_CONSTRAINT_UNIQUE) from the start.
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_EXRESCODE
+        // NOMUTEX: the type is not Sendable, so one thread uses a connection at a time and SQLite's
+        // own per-connection mutex would only cost a lock and an unlock per call.
+        let flags =
+            SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_NOMUTEX
         let result = sqlite3_open_v2(path, &connection, flags, nil)
         guard result == SQLITE_OK, let connection else {
             let error = StorageError.sqlite(result, "open", connection: connection)
@@ -39,6 +43,9 @@ package final class SQLiteDatabase {
         // From here on a throw releases self, and deinit closes the connection.
         try configure(busyTimeout: busyTimeout)
     }
+
+    /// SQLite's process-wide settings, applied once before the first connection opens.
+    private static let configured: Bool = CSQLite_disable_memory_statistics() == SQLITE_OK
 
     deinit {
         // close_v2 always returns SQLITE_OK for a valid handle; statements hold a strong reference

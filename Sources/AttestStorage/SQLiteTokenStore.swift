@@ -19,6 +19,11 @@ package final class SQLiteTokenStore: SQLTokenStore {
         func use<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
             try lock.withLock { _ throws(StorageError) -> T in try body(database) }
         }
+
+        /// `use`, or nil at once when another thread holds the connection.
+        func useIfFree<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T? {
+            try lock.withLockIfAvailable { _ throws(StorageError) -> T in try body(database) }
+        }
     }
 
     private let writer: Connection
@@ -131,10 +136,15 @@ package final class SQLiteTokenStore: SQLTokenStore {
         }
     }
 
-    /// Runs `body` on the next reader connection (autocommit reads see the last committed state).
+    /// Runs `body` on a free reader connection, trying each once from the next in turn, or waits
+    /// for that next one when all are busy (autocommit reads see the last committed state).
+    /// Trying first keeps two workers from queueing on one reader while another sits idle.
     private func read<T: Sendable>(_ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
-        let index = nextReader.wrappingAdd(1, ordering: .relaxed).oldValue
-        return try readers[abs(index % readers.count)].use(body)
+        let start = abs(nextReader.wrappingAdd(1, ordering: .relaxed).oldValue % readers.count)
+        for offset in 0..<readers.count {
+            if let value = try readers[(start + offset) % readers.count].useIfFree(body) { return value }
+        }
+        return try readers[start].use(body)
     }
 
     // MARK: What only SQLite does

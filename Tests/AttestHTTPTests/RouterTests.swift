@@ -102,6 +102,25 @@ struct RouterTests {
         #expect(router.respond(to: HTTPRequest(method: "HEAD", path: "/admin/v1/things/1")).status == 200)
     }
 
+    @Test("routes with and without parameters on one path are tried in the order they were registered")
+    func registrationOrder() {
+        let builder = RouterBuilder()
+        let group = builder.root.group("/x")
+        group.on("GET", "/fixed", name: "fixed first") { _ throws(Problem) in HTTPResponse(status: 201) }
+        group.on("GET", "/{id}", name: "parameter") { _ throws(Problem) in HTTPResponse(status: 202) }
+        group.on("POST", "/{id}", name: "parameter post") { _ throws(Problem) in HTTPResponse(status: 203) }
+        group.on("GET", "/late", name: "fixed after") { _ throws(Problem) in HTTPResponse(status: 204) }
+        group.on("DELETE", "/late", name: "fixed delete") { _ throws(Problem) in HTTPResponse(status: 205) }
+        let router = builder.router(middleware: [])
+        #expect(router.respond(to: HTTPRequest(method: "GET", path: "/x/fixed")).status == 201)
+        #expect(router.respond(to: HTTPRequest(method: "GET", path: "/x/late")).status == 202, "the earlier pattern wins")
+        #expect(router.respond(to: HTTPRequest(method: "DELETE", path: "/x/late")).status == 205)
+        #expect(router.respond(to: HTTPRequest(method: "POST", path: "/x/fixed")).status == 203)
+        let wrong = router.respond(to: HTTPRequest(method: "PUT", path: "/x/late"))
+        #expect(wrong.headers.contains(HTTPHeader(name: "Allow", value: "GET, POST, DELETE")))
+        #expect(router.respond(to: HTTPRequest(method: "GET", path: "/x/fixed/")).status == 404)
+    }
+
     @Test("a route's middleware can refuse the request before its handler runs")
     func refusal() {
         let response = Self.router().respond(to: HTTPRequest(method: "GET", path: "/closed"))

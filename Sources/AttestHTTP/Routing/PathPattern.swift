@@ -10,6 +10,10 @@ struct PathPattern: Sendable, Equatable, CustomStringConvertible {
 
     let segments: [Segment]
     let description: String
+    /// The whole path when every segment is literal (it matches that path alone), nil otherwise.
+    var literalPath: String? {
+        segments.allSatisfy { if case .literal = $0 { true } else { false } } ? description : nil
+    }
 
     /// The pattern of `text`, e.g. `/admin/v1/integrations/{client_id}/revoke`.
     init(_ text: String) {

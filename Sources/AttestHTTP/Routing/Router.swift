@@ -36,12 +36,28 @@ struct Route: Sendable {
 /// Built once at start (`RouterBuilder`); tests call `respond(to:)` without a socket.
 package struct Router: HTTPResponder {
     private let routes: [Route]
+    /// The positions in `routes` of the routes without parameters, by their path: most requests
+    /// find their route here with one hash lookup instead of splitting the path per route.
+    private let literalRoutes: [String: [Int]]
+    /// The positions in `routes` of the routes with parameters, in order.
+    private let patternRoutes: [Int]
     private let middleware: [any RouterMiddleware]
     /// The deadline of answers given later.
     let answerDeadlines: AnswerDeadlines
 
     init(routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration) {
         self.routes = routes
+        var literalRoutes: [String: [Int]] = [:]
+        var patternRoutes: [Int] = []
+        for (index, route) in routes.enumerated() {
+            if let path = route.pattern.literalPath {
+                literalRoutes[path, default: []].append(index)
+            } else {
+                patternRoutes.append(index)
+            }
+        }
+        self.literalRoutes = literalRoutes
+        self.patternRoutes = patternRoutes
         self.middleware = middleware
         answerDeadlines = AnswerDeadlines(limit: answerDeadline)
     }
@@ -98,12 +114,22 @@ package struct Router: HTTPResponder {
         }
     }
 
+    /// The routes whose pattern matches `path`, in the order they were registered (the first whose
+    /// method fits wins), each with its parameters.
+    private func matches(_ path: String) -> [(route: Route, parameters: [String: String])] {
+        var found = (literalRoutes[path] ?? []).map { (index: $0, parameters: [String: String]()) }
+        for index in patternRoutes {
+            if let parameters = routes[index].pattern.match(path) { found.append((index, parameters)) }
+        }
+        if !patternRoutes.isEmpty { found.sort { $0.index < $1.index } }
+        return found.map { (routes[$0.index], $0.parameters) }
+    }
+
     /// The route for the request's path and method, with its parameters in `context`.
     private func select(_ context: inout RequestContext) throws(Problem) -> Route {
         let request = context.request
         var allowed: [String] = []
-        for route in routes {
-            guard let parameters = route.pattern.match(request.path) else { continue }
+        for (route, parameters) in matches(request.path) {
             guard request.method == route.method || (route.method == "GET" && request.method == "HEAD") else {
                 if !allowed.contains(route.method) { allowed.append(route.method) }
                 continue
