@@ -211,6 +211,41 @@ package final class SQLiteDatabase {
         return value
     }
 
+    /// Runs `bodies` in one `BEGIN IMMEDIATE` ... `COMMIT`, each inside its own savepoint: a body
+    /// that throws is rolled back to its savepoint alone and its error put in `failures` at its
+    /// index, and the others go on. Throws (having rolled everything back) when BEGIN or COMMIT
+    /// fails, or when a body's error made SQLite roll the whole transaction back itself (a full
+    /// disk, an I/O error): then nothing of any body is written.
+    func groupTransaction(
+        _ bodies: [(SQLiteDatabase) throws(StorageError) -> Void], failures: inout [StorageError?]
+    ) throws(StorageError) {
+        guard !isInImmediateTransaction, sqlite3_get_autocommit(handle) != 0 else {
+            throw .misuse("groupTransaction cannot be nested")
+        }
+        try control("BEGIN IMMEDIATE")
+        isInImmediateTransaction = true
+        defer { isInImmediateTransaction = false }
+        do throws(StorageError) {
+            for (index, body) in bodies.enumerated() {
+                try control("SAVEPOINT member")
+                do throws(StorageError) {
+                    try body(self)
+                    try control("RELEASE member")
+                } catch {
+                    // SQLite ended the whole transaction (e.g. SQLITE_FULL): no member can commit.
+                    guard sqlite3_get_autocommit(handle) == 0 else { throw error }
+                    try control("ROLLBACK TO member")
+                    try control("RELEASE member")
+                    failures[index] = error
+                }
+            }
+            try control("COMMIT")
+        } catch {
+            rollBack()
+            throw error
+        }
+    }
+
     /// Runs a transaction-control statement, bypassing the guards meant for callers.
     private func control(_ sql: String) throws(StorageError) {
         let result = sqlite3_exec(handle, sql, nil, nil, nil)

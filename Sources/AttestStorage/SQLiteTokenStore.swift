@@ -27,6 +27,8 @@ package final class SQLiteTokenStore: SQLTokenStore {
     }
 
     private let writer: Connection
+    /// Write transactions, committed in groups on `writer`.
+    private let commits: SQLiteGroupCommit
     private let readers: [Connection]
     private let nextReader = Atomic<Int>(0)
     /// The database file.
@@ -44,6 +46,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         try database.cheapCheck()
         _ = try Migrator(report: report).migrate(database, at: time)
         writer = Connection(database)
+        commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
         for _ in 0..<max(1, readerCount) {
             readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout)))
@@ -63,6 +66,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         try database.cheapCheck()
         try Migrator().requireCurrent(database)
         writer = Connection(database)
+        commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
         for _ in 0..<max(1, readerCount) {
             readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)))
@@ -84,24 +88,16 @@ package final class SQLiteTokenStore: SQLTokenStore {
         }
     }
 
-    /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection.
+    /// Runs `body` in a `BEGIN IMMEDIATE` transaction on the writer connection, grouped with the
+    /// transactions of other threads that wait for the same commit (`SQLiteGroupCommit`).
     ///
     /// `durable: false` commits with `synchronous=NORMAL` (in WAL mode: safe against a process
-    /// crash, but a power loss may drop the last commits). Only for rows whose loss is harmless
-    /// (an issued, unused challenge); every security decision commits with `synchronous=FULL`.
+    /// crash, but a power loss may drop the last commits) unless a durable transaction shares its
+    /// group. Only for rows whose loss is harmless (an issued, unused challenge); every security
+    /// decision commits with `synchronous=FULL`.
     private func write<T: Sendable>(durable: Bool, _ body: (SQLiteDatabase) throws(StorageError) -> T) throws(StorageError) -> T {
         do {
-            let value = try writer.use { database throws(StorageError) -> T in
-                if !durable { try database.execute("PRAGMA synchronous=NORMAL") }
-                defer { if !durable { try? database.execute("PRAGMA synchronous=FULL") } }
-                do {
-                    return try database.immediateTransaction { () throws -> T in try body(database) }
-                } catch let error as StorageError {
-                    throw error
-                } catch {
-                    throw StorageError(.statementFailed, "unexpected error in a transaction: \(type(of: error))")
-                }
-            }
+            let value = try commits.run(durable: durable, body)
             failingWrites.withLock { $0 = nil }
             return value
         } catch {
@@ -109,6 +105,12 @@ package final class SQLiteTokenStore: SQLTokenStore {
             if [.full, .io, .readOnly].contains(error.code) { failingWrites.withLock { $0 = error } }
             throw error
         }
+    }
+
+    /// Groups committed and the write transactions they carried since the store opened.
+    package var groupCommitStatistics: (groups: Int, transactions: Int) {
+        let counts = commits.statistics
+        return (counts.groups, counts.members)
     }
 
     /// The last write's failure for want of disk or of write access, until a write succeeds.
