@@ -39,16 +39,12 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var insecureTestMode = false
 
     /// HTTP worker threads, and so PostgreSQL connections per node: `--threads`, or by default
-    /// the number of cores on SQLite and four times that on PostgreSQL, where a worker spends
-    /// much of a request waiting for a round trip to the server and the cores would otherwise sit
-    /// idle (docs/BENCHMARKS.md measures both).
-    package var workerThreads: Int {
-        if let threads { return threads }
-        switch database {
-        case .sqlite: return HTTPServer.Configuration.activeCoreCount
-        case .postgresql: return 4 * HTTPServer.Configuration.activeCoreCount
-        }
-    }
+    /// four times the number of cores. A worker spends much of a write waiting for the disk's
+    /// flush (SQLite: the writes of waiting workers then share the next commit, so more workers
+    /// make bigger groups) or for a round trip to PostgreSQL, and the cores would otherwise sit
+    /// idle (docs/BENCHMARKS.md: refresh +40 % on SQLite with 8 workers on 2 cores, authorize
+    /// unchanged).
+    package var workerThreads: Int { threads ?? 4 * HTTPServer.Configuration.activeCoreCount }
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
     /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
     /// 32 of 4,096; connections over it are answered 503 and closed, and one address is held to twice
@@ -170,7 +166,7 @@ package struct ServerConfiguration: Sendable, Equatable {
             help: "also trust this root beside the primary one, for Apple's next App Attestation root ahead of a rotation"
         ) { configuration, value, _ in configuration.additionalRootFile = value },
         Setting(
-            "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default: cores; 4 x cores on PostgreSQL)"
+            "threads", environment: "ATTESTD_THREADS", value: "N", help: "HTTP worker threads (default 4 x cores)"
         ) { configuration, text, spec throws(UsageError) in configuration.threads = try spec.integer(text, in: 1...256) },
         whole(
             "busy-timeout-ms", environment: "ATTESTD_BUSY_TIMEOUT_MS", value: "MS",

@@ -18,10 +18,10 @@ struct ServerConfigurationTests {
         #expect(configuration.trustAnchorFile == nil)
     }
 
-    @Test("worker threads (and PostgreSQL connections) default to the cores on SQLite, four times that on PostgreSQL; --threads wins")
+    @Test("worker threads (and PostgreSQL connections) default to four times the cores on both stores; --threads wins")
     func workerThreads() throws {
         let cores = HTTPServer.Configuration.activeCoreCount
-        #expect(try ServerConfiguration.parse([], environment: [:]).workerThreads == cores)
+        #expect(try ServerConfiguration.parse([], environment: [:]).workerThreads == 4 * cores)
         let postgres = ["--db", "postgresql://attestd@127.0.0.1:5432/attestd"]
         #expect(try ServerConfiguration.parse(postgres, environment: [:]).workerThreads == 4 * cores)
         #expect(try ServerConfiguration.parse(postgres + ["--threads", "3"], environment: [:]).workerThreads == 3)
