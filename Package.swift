@@ -104,7 +104,9 @@ let package = Package(
         // A developer tool for scripts/bench-*, never installed: it measures the recorded fixtures, so it may use AttestTesting.
         .executableTarget(
             name: "attest-bench",
-            dependencies: ["AttestCore", "AttestCrypto", "AttestService", "AttestStorage", "AttestTesting", "AttestOptions"],
+            dependencies: [
+                "AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestTesting", "AttestOptions",
+            ],
             swiftSettings: strict),
 
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore", "AttestHTTP"], swiftSettings: strict),

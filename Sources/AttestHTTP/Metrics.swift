@@ -1,5 +1,6 @@
 import AttestObservability
 package import AttestService
+internal import Glibc
 import Synchronization
 
 /// Prometheus counters and histograms for the HTTP API, rendered in the text exposition format.
@@ -14,6 +15,36 @@ package final class Metrics: Sendable, ServiceObserver {
         var counts = [UInt64](repeating: 0, count: Metrics.latencyBuckets.count)
         var sum: Double = 0
         var count: UInt64 = 0
+
+        mutating func record(_ seconds: Double) {
+            for (index, bound) in Metrics.latencyBuckets.enumerated() where seconds <= bound { counts[index] += 1 }
+            sum += seconds
+            count += 1
+        }
+
+        mutating func add(_ other: Histogram) {
+            for index in counts.indices { counts[index] += other.counts[index] }
+            sum += other.sum
+            count += other.count
+        }
+    }
+
+    /// Request counts and latencies, kept in several shards that the workers pick by thread, so
+    /// that every request's bookkeeping does not queue on one lock (contended under load: about
+    /// 3 % of authorize's CPU went to waiting for it); a scrape adds the shards up.
+    private final class RequestShard: Sendable {
+        struct Counts {
+            var requests: [RequestKey: UInt64] = [:]
+            var latency: [String: Histogram] = [:]
+        }
+        let counts = Mutex(Counts())
+    }
+    private let requestShards = (0..<8).map { _ in RequestShard() }
+
+    /// The calling thread's shard (a hash of its pthread_t, whose low bits are alike).
+    private var threadShard: RequestShard {
+        let hash = UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15
+        return requestShards[Int(hash >> 61) % requestShards.count]
     }
 
     private struct RequestKey: Hashable, Comparable {
@@ -38,7 +69,6 @@ package final class Metrics: Sendable, ServiceObserver {
     }
 
     private struct State {
-        var requests: [RequestKey: UInt64] = [:]
         var outcomes: [OutcomeKey: UInt64] = [:]
         var integrations: [IntegrationKey: UInt64] = [:]
         var storageErrors: [String: UInt64] = [:]
@@ -46,7 +76,6 @@ package final class Metrics: Sendable, ServiceObserver {
         var receipts: [String: UInt64] = [:]
         var risk: [String: (counts: [UInt64], sum: Int, count: UInt64)] = [:]
         var tokensMinted: UInt64 = 0
-        var latency: [String: Histogram] = [:]
     }
 
     private let state = Mutex(State())
@@ -57,14 +86,22 @@ package final class Metrics: Sendable, ServiceObserver {
     }
 
     func recordRequest(route: String, status: Int, seconds: Double) {
-        state.withLock { state in
-            state.requests[RequestKey(route: route, status: status), default: 0] += 1
-            var histogram = state.latency[route] ?? Histogram()
-            for (index, bound) in Metrics.latencyBuckets.enumerated() where seconds <= bound { histogram.counts[index] += 1 }
-            histogram.sum += seconds
-            histogram.count += 1
-            state.latency[route] = histogram
+        threadShard.counts.withLock { counts in
+            counts.requests[RequestKey(route: route, status: status), default: 0] += 1
+            // In place: a copy out of the dictionary would copy the bucket array on every request.
+            counts.latency[route, default: Histogram()].record(seconds)
         }
+    }
+
+    /// Every shard's request counts and latencies added up.
+    private func requestTotals() -> RequestShard.Counts {
+        var total = RequestShard.Counts()
+        for shard in requestShards {
+            let counts = shard.counts.withLock { $0 }
+            total.requests.merge(counts.requests, uniquingKeysWith: +)
+            for (route, histogram) in counts.latency { total.latency[route, default: Histogram()].add(histogram) }
+        }
+        return total
     }
 
     /// A verification outcome (`ok` or the check that failed), and when `clientID` is that of
@@ -109,11 +146,12 @@ package final class Metrics: Sendable, ServiceObserver {
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
     func render(gauges: [(name: String, help: String, value: Int)]) -> String {
         let snapshot = state.withLock { $0 }
+        let requests = requestTotals()
         var out = PrometheusText()
         out.family("attestd_build_info", .gauge, help: "Build information.")
         out.sample("attestd_build_info", ["version": version], 1)
         out.family("attestd_http_requests_total", .counter, help: "HTTP requests by route and status.")
-        for (key, value) in snapshot.requests.sorted(by: { $0.key < $1.key }) {
+        for (key, value) in requests.requests.sorted(by: { $0.key < $1.key }) {
             out.sample("attestd_http_requests_total", ["route": key.route, "status": String(key.status)], value)
         }
         out.family(
@@ -158,7 +196,7 @@ package final class Metrics: Sendable, ServiceObserver {
             out.sample(gauge.name, gauge.value)
         }
         out.family("attestd_http_request_duration_seconds", .histogram, help: "Request latency by route.")
-        for (route, histogram) in snapshot.latency.sorted(by: { $0.key < $1.key }) {
+        for (route, histogram) in requests.latency.sorted(by: { $0.key < $1.key }) {
             out.histogram(
                 "attestd_http_request_duration_seconds", labels: [("route", route)], bounds: Metrics.latencyBuckets.map { String($0) },
                 counts: histogram.counts, sum: String(histogram.sum), count: histogram.count)

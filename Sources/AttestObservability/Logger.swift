@@ -116,6 +116,7 @@ package struct Logger: Sendable {
     package func log(_ level: LogLevel, _ message: String, fields: [(String, LogValue)]) {
         guard level >= minimumLevel else { return }
         var line = "{\"ts\":\""
+        line.reserveCapacity(384)
         line += UTCTimestamp.now()
         line += "\",\"level\":"
         JSONText.appendString(level.rawValue, to: &line)
@@ -146,9 +147,11 @@ package enum UTCTimestamp {
     package static func now() -> String {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
-        if let cached = last.withLock({ $0.seconds == time.tv_sec ? $0.text : nil }) { return cached }
+        // Never waits for the lock: a thread that finds it taken formats the time itself, so the
+        // workers logging at once do not queue on one another.
+        if let cached = last.withLockIfAvailable({ $0.seconds == time.tv_sec ? $0.text : nil }) ?? nil { return cached }
         let text = format(time.tv_sec)
-        last.withLock { $0 = (time.tv_sec, text) }
+        _ = last.withLockIfAvailable { $0 = (time.tv_sec, text) }
         return text
     }
 

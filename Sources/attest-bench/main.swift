@@ -1,5 +1,6 @@
 import AttestCore
 import AttestCrypto
+import AttestHTTPServer
 import AttestOptions
 import AttestService
 import AttestStorage
@@ -12,6 +13,9 @@ import Foundation
 //   attest-bench [--seconds S] [--case ID] [--iterations N]   (attest-bench --help lists them)
 //   attest-bench --service [--seconds S]   (the refresh use case in process: challenge + assertion
 //                                          + token, with a temporary SQLite database; no HTTP)
+//   attest-bench --hello PORT              (attestd's HTTP server, libmicrohttpd and its wrapper,
+//                                          answering 200 with no router or store behind it, on
+//                                          127.0.0.1 until killed: scripts/bench-load's second ceiling)
 //
 // Prints `attestation_verifications_per_second`, `attestation_uncached_verifications_per_second`
 // (a fresh verifier each time, so both P-384 signatures are checked) and
@@ -26,7 +30,9 @@ struct BenchPlan {
         "iterations", value: "N", help: "verify N times each, untimed, and print nothing (for callgrind)")
     static let service = OptionSpec(
         flag: "service", help: "measure the refresh use case in process (challenge + assertion + token, temporary SQLite)")
-    static let options = OptionTable([seconds, caseID, iterations, service])
+    static let hello = OptionSpec(
+        "hello", value: "PORT", help: "serve 200 to every request on 127.0.0.1:PORT with attestd's HTTP server until killed")
+    static let options = OptionTable([seconds, caseID, iterations, service, hello])
 
     static var usage: String {
         let lines =
@@ -39,6 +45,7 @@ struct BenchPlan {
     let caseID: String
     let iterations: Int?
     let service: Bool
+    let helloPort: Int?
 
     init(_ arguments: [String]) throws(UsageError) {
         let parsed = try Self.options.parse(arguments)
@@ -46,6 +53,7 @@ struct BenchPlan {
         caseID = parsed.value(Self.caseID) ?? "veehaitch_ios-14.4_attestation"
         iterations = try parsed.integer(Self.iterations, in: 1...Int.max)
         service = parsed.flag(Self.service)
+        helloPort = try parsed.integer(Self.hello, in: 1...65_535)
     }
 }
 
@@ -71,6 +79,24 @@ let plan = CommandLineEntry.parse(program: "attest-bench", usage: BenchPlan.usag
     arguments throws(UsageError) in try BenchPlan(arguments)
 }
 let seconds = plan.seconds
+
+/// Answers 200 with an empty body at once, as nginx's `return 200`.
+struct Hello: HTTPResponder {
+    func respond(to request: HTTPRequest) -> HTTPResponse { HTTPResponse(status: 200) }
+}
+
+if let port = plan.helloPort {
+    do {
+        // The threads attestd runs by default (four per core), and no per-address cap, as in bench-load.
+        let configuration = HTTPServer.Configuration(
+            port: UInt16(port), threads: 4 * HTTPServer.Configuration.activeCoreCount, perAddressConnectionLimit: 0)
+        let server = try HTTPServer(configuration: configuration, responder: Hello())
+        FileHandle.standardOutput.write(Data("listening \(server.port)\n".utf8))
+        while true { sleep(3600) }
+    } catch {
+        fail("\(error)")
+    }
+}
 
 if plan.service {
     do {
