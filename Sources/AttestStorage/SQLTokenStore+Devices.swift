@@ -83,7 +83,8 @@ extension SQLTokenStore {
 
     // MARK: TokenLookupStore
 
-    package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
+    /// The lookup itself, one statement (SQLite's `activeToken` serves repeated ones from memory).
+    func storedActiveToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
         try perform(.read) { session throws(StorageError) in
             try session.record(TokenRecord.self, SharedSQL.selectActiveToken, [.blob(hash), .integer(time)])
         }

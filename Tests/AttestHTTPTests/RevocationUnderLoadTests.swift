@@ -1,5 +1,6 @@
 import AttestCrypto
 import AttestService
+import AttestStorage
 import AttestTesting
 import Dispatch
 import Foundation
@@ -68,5 +69,8 @@ struct RevocationUnderLoadTests {
         #expect(before.filter { $0.status == 200 }.count > 20, "the load ran before the revocation: \(before.count) checks")
         #expect(after.count > 20, "the load ran after the revocation: \(after.count) checks")
         #expect(after.allSatisfy { $0.status == 401 }, "\(after.filter { $0.status == 200 }.count) checks after the revocation got 200")
+        if let sqlite = world.app.store as? SQLiteTokenStore {
+            #expect(sqlite.lookupsFromMemory > 20, "the checks before the revocation were served from memory")
+        }
     }
 }

@@ -1,0 +1,114 @@
+internal import Glibc
+import Synchronization
+
+/// Whether a SQLite database in WAL mode has changed, told without a transaction: the header of
+/// its write-ahead-log index (the `-shm` file every connection to it maps), read from a mapping of
+/// our own.
+///
+/// Every commit, by any connection of any process, rewrites that header (its change counter
+/// `iChange`, the last valid frame, the salts and checksums) before the commit returns; a
+/// checkpoint that restarts the log rewrites it too. Two equal readings therefore mean that
+/// nothing committed in between. The layout is SQLite's file format
+/// (https://www.sqlite.org/walformat.html, "the WAL-index header"): 48 bytes written twice, at
+/// offsets 0 and 48, the second copy first; a reader that finds the two copies different caught
+/// a writer in the middle and must not trust either (as SQLite's own `walIndexTryHdr`). Processes
+/// built against different SQLite versions share this header, so it does not change between
+/// versions.
+///
+/// Used to serve repeated token lookups from memory (`TokenLookupCache`): a cached answer is
+/// used only while the header reads exactly as it did before that answer was read from the
+/// database, so a revocation committed by attestctl in another process is seen at the very
+/// next lookup.
+final class SQLiteChangeStamp: @unchecked Sendable {
+    // @unchecked: the mapping is read-only and never changes for the object's life.
+
+    /// One reading of the header: 48 bytes as six words.
+    struct Stamp: Equatable, Sendable {
+        let a: UInt64, b: UInt64, c: UInt64, d: UInt64, e: UInt64, f: UInt64
+    }
+
+    private let base: UnsafeMutableRawPointer
+    private static let headerBytes = 48
+    private static let mappedBytes = 4096
+
+    /// Maps the header of `databasePath`'s `-shm` file; nil when the file is missing or too
+    /// short (a database not in WAL mode, or not opened yet): then nothing may be cached.
+    init?(databasePath: String) {
+        let descriptor = open(databasePath + "-shm", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_size >= 2 * Self.headerBytes else { return nil }
+        guard let mapped = mmap(nil, Self.mappedBytes, PROT_READ, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED else {
+            return nil
+        }
+        base = mapped
+    }
+
+    deinit { munmap(base, Self.mappedBytes) }
+
+    /// The header now, or nil while a writer is rewriting it.
+    func current() -> Stamp? {
+        let first = read(at: 0)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+        let second = read(at: Self.headerBytes)
+        return first == second ? first : nil
+    }
+
+    private func read(at offset: Int) -> Stamp {
+        func word(_ index: Int) -> UInt64 { base.load(fromByteOffset: offset + 8 * index, as: UInt64.self) }
+        return Stamp(a: word(0), b: word(1), c: word(2), d: word(3), e: word(4), f: word(5))
+    }
+}
+
+/// Token lookups answered from memory while the database has not changed (`SQLiteChangeStamp`).
+///
+/// An answer is stored with the stamp read before its lookup began, and only when the stamp was
+/// the same after the lookup (nothing committed while it ran); it is served only while the stamp
+/// still reads the same and the token has not expired. Any commit (a revocation, a suspension, a
+/// block, but also a refresh or the purge) makes every stored answer stale at once: the next
+/// lookup of each token goes to the database again. Only found tokens are stored (an unknown
+/// token costs an attacker a database lookup each time, as before), at most `limit` of them.
+final class TokenLookupCache: Sendable {
+    private struct Entry {
+        let record: TokenRecord
+        let stamp: SQLiteChangeStamp.Stamp
+    }
+
+    private final class Shard: Sendable {
+        let entries = Mutex<[[UInt8]: Entry]>([:])
+    }
+
+    private let stamps: SQLiteChangeStamp
+    private let shards = (0..<16).map { _ in Shard() }
+    private let perShard: Int
+    /// Lookups answered from memory and from the database, since start (for tests).
+    let hits = Atomic<Int>(0)
+    let misses = Atomic<Int>(0)
+
+    init(stamps: SQLiteChangeStamp, limit: Int = 16_384) {
+        self.stamps = stamps
+        perShard = max(1, limit / 16)
+    }
+
+    /// The token's record: from memory when the database has not changed since it was read,
+    /// otherwise from `lookup` (and stored when nothing committed while it ran).
+    func activeToken(
+        hash: [UInt8], at time: Int64, lookup: () throws(StorageError) -> TokenRecord?
+    ) throws(StorageError) -> TokenRecord? {
+        guard let before = stamps.current() else { return try lookup() }
+        let shard = shards[Int(hash.first ?? 0) % shards.count]
+        if let entry = shard.entries.withLock({ $0[hash] }), entry.stamp == before, time < entry.record.expiresAt {
+            hits.add(1, ordering: .relaxed)
+            return entry.record
+        }
+        misses.add(1, ordering: .relaxed)
+        let record = try lookup()
+        guard let record, stamps.current() == before else { return record }
+        shard.entries.withLock { entries in
+            if entries.count >= perShard { entries.removeAll(keepingCapacity: true) }
+            entries[hash] = Entry(record: record, stamp: before)
+        }
+        return record
+    }
+}
