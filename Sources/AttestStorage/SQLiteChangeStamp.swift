@@ -1,9 +1,9 @@
-internal import Glibc
 import Synchronization
 
 /// Whether a SQLite database in WAL mode has changed, told without a transaction: the header of
-/// its write-ahead-log index (the `-shm` file every connection to it maps), read from a mapping of
-/// our own.
+/// its write-ahead-log index (the `-shm` file every connection to it maps), read through one
+/// connection's own mapping (never a descriptor of our own: closing one would drop every POSIX
+/// lock this process holds on the file, SQLite's too, and let another process reset the index).
 ///
 /// Every commit, by any connection of any process, rewrites that header (its change counter
 /// `iChange`, the last valid frame, the salts and checksums) before the commit returns; a
@@ -20,32 +20,26 @@ import Synchronization
 /// database, so a revocation committed by attestctl in another process is seen at the very
 /// next lookup.
 final class SQLiteChangeStamp: @unchecked Sendable {
-    // @unchecked: the mapping is read-only and never changes for the object's life.
+    // @unchecked: the header is only read here, through SQLite's own mapping, which stays put
+    // while `connection` is open; `connection` is held only to keep it open, never used after init.
 
     /// One reading of the header: 48 bytes as six words.
     struct Stamp: Equatable, Sendable {
         let a: UInt64, b: UInt64, c: UInt64, d: UInt64, e: UInt64, f: UInt64
     }
 
-    private let base: UnsafeMutableRawPointer
+    private let base: UnsafeRawPointer
+    /// The connection whose mapping `base` is; kept open for as long as this object lives.
+    private let connection: SQLiteDatabase
     private static let headerBytes = 48
-    private static let mappedBytes = 4096
 
-    /// Maps the header of `databasePath`'s `-shm` file; nil when the file is missing or too
-    /// short (a database not in WAL mode, or not opened yet): then nothing may be cached.
-    init?(databasePath: String) {
-        let descriptor = open(databasePath + "-shm", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_size >= 2 * Self.headerBytes else { return nil }
-        guard let mapped = mmap(nil, Self.mappedBytes, PROT_READ, MAP_SHARED, descriptor, 0), mapped != MAP_FAILED else {
-            return nil
-        }
-        base = mapped
+    /// The header as `database` maps it (call before any other thread uses `database`); nil
+    /// when it has no write-ahead-log index (a database not in WAL mode): then nothing may be cached.
+    init?(_ database: SQLiteDatabase) {
+        guard let base = database.walIndex() else { return nil }
+        self.base = base
+        connection = database
     }
-
-    deinit { munmap(base, Self.mappedBytes) }
 
     /// The header now, or nil while a writer is rewriting it.
     func current() -> Stamp? {

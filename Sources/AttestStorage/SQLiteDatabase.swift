@@ -184,6 +184,12 @@ package final class SQLiteDatabase {
         return String(decoding: word, as: UTF8.self).uppercased()
     }
 
+    /// The first region of the write-ahead-log index as this connection maps it (the header is
+    /// at its start), or nil when the database is not in WAL mode or has no index yet.
+    func walIndex() -> UnsafeRawPointer? {
+        CSQLite_wal_index(handle).map { UnsafeRawPointer($0) }
+    }
+
     // MARK: Transactions
 
     /// Runs `body` inside `BEGIN IMMEDIATE` ... `COMMIT`: the only way to write.

@@ -48,6 +48,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
         try database.cheapCheck()
         _ = try Migrator(report: report).migrate(database, at: time)
+        lookups = SQLiteChangeStamp(database).map { TokenLookupCache(stamps: $0) }
         writer = Connection(database)
         commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
@@ -55,7 +56,6 @@ package final class SQLiteTokenStore: SQLTokenStore {
             readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout)))
         }
         self.readers = readers
-        lookups = SQLiteChangeStamp(databasePath: path).map { TokenLookupCache(stamps: $0) }
     }
 
     /// Opens an existing database without creating or migrating it (attestctl): `missing` when
@@ -69,6 +69,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)
         try database.cheapCheck()
         try Migrator().requireCurrent(database)
+        lookups = SQLiteChangeStamp(database).map { TokenLookupCache(stamps: $0) }
         writer = Connection(database)
         commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
@@ -76,7 +77,6 @@ package final class SQLiteTokenStore: SQLTokenStore {
             readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)))
         }
         self.readers = readers
-        lookups = SQLiteChangeStamp(databasePath: path).map { TokenLookupCache(stamps: $0) }
     }
 
     // MARK: Plumbing

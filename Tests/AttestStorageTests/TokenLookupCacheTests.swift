@@ -21,7 +21,7 @@ struct TokenLookupCacheTests {
             try first.immediateTransaction { try first.execute("CREATE TABLE t (v INTEGER)") }
             self.first = first
             second = try SQLiteDatabase(path: path)
-            stamps = try #require(SQLiteChangeStamp(databasePath: path))
+            stamps = try #require(SQLiteChangeStamp(first))
         }
 
         /// Commits one row through `database`.
@@ -54,10 +54,51 @@ struct TokenLookupCacheTests {
         #expect(world.stamps.current() != afterOwn)
     }
 
-    @Test("no stamp, and so no cache, for a database without a log index")
-    func noIndex() throws {
-        let directory = try TemporaryDirectory()
-        #expect(SQLiteChangeStamp(databasePath: directory.path("missing.sqlite")) == nil)
+    @Test("this process keeps SQLite's lock on the index once the stamp maps it, so no other process resets it")
+    func keepsTheLock() throws {
+        let world = try World()
+        _ = world.stamps.current()
+        // Another process asks whether it could write-lock the DMS byte of the -shm file (offset
+        // 128: SQLite's unix VFS); SQLite's connections here hold it read-locked while they live.
+        // (Had this process opened and closed a descriptor of its own on the file, POSIX would
+        // have dropped all of its locks there, and the next process to open the database would
+        // have reset the index under it: found as a SIGBUS under load.)
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        probe.arguments = [
+            "python3", "-c",
+            "import fcntl, os, struct, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+                + "r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack('hhqqi4x', fcntl.F_WRLCK, 0, 128, 1, 0)); "
+                + "print(struct.unpack('hhqqi4x', r)[0] == fcntl.F_RDLCK)",
+            world.path + "-shm",
+        ]
+        let output = Pipe()
+        probe.standardOutput = output
+        try probe.run()
+        probe.waitUntilExit()
+        let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(answer.trimmingCharacters(in: .whitespacesAndNewlines) == "True")
+    }
+
+    @Test("other processes opening and committing while the stamp is read leave this process's index intact")
+    func otherProcessesKeepTheIndex() throws {
+        let world = try World()
+        for value in 1...3 {
+            // Each shell opens the database, commits and closes. Had this process lost its locks on
+            // the -shm file, the first would reset the index and this process would die of SIGBUS.
+            let shell = Process()
+            shell.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+            shell.arguments = [world.path, "INSERT INTO t (v) VALUES (\(value));"]
+            try shell.run()
+            shell.waitUntilExit()
+            #expect(shell.terminationStatus == 0)
+            let before = try #require(world.stamps.current())
+            try world.commit(world.second)
+            #expect(world.stamps.current() != before)
+        }
+        let count = try world.first.cachedStatement("SELECT count(*) FROM t")
+        #expect(try count.step())
+        #expect(count.value(at: 0) == .integer(6))
     }
 
     @Test("a found token is served from memory until any commit or its expiry, then looked up again")
