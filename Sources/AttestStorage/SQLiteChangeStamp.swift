@@ -1,3 +1,4 @@
+internal import Glibc
 import Synchronization
 
 /// Whether a SQLite database in WAL mode has changed, told without a transaction: the header of
@@ -80,6 +81,14 @@ final class TokenLookupCache: Sendable {
     let hits = Atomic<Int>(0)
     let misses = Atomic<Int>(0)
 
+    /// The calling thread's shard: every worker keeps its own answers (a gateway checks one hot
+    /// token from every worker at once, and one lock for it made the workers queue: with 8
+    /// workers on 2 cores some runs spent 2.5 times the CPU per request).
+    private var threadShard: Shard {
+        let hash = UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15
+        return shards[Int(hash >> 60) % shards.count]
+    }
+
     init(stamps: SQLiteChangeStamp, limit: Int = 16_384) {
         self.stamps = stamps
         perShard = max(1, limit / 16)
@@ -91,7 +100,7 @@ final class TokenLookupCache: Sendable {
         hash: [UInt8], at time: Int64, lookup: () throws(StorageError) -> TokenRecord?
     ) throws(StorageError) -> TokenRecord? {
         guard let before = stamps.current() else { return try lookup() }
-        let shard = shards[Int(hash.first ?? 0) % shards.count]
+        let shard = threadShard
         if let entry = shard.entries.withLock({ $0[hash] }), entry.stamp == before, time < entry.record.expiresAt {
             hits.add(1, ordering: .relaxed)
             return entry.record
