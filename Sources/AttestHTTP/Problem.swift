@@ -62,30 +62,37 @@ struct Problem: Error, Sendable {
         }
     }
 
-    /// The wire `reason`.
+    /// The wire `reason`: the service's sub-code, or one of the few only HTTP produces.
     enum Subcode: Sendable, Hashable {
         case service(ServiceError.Subcode)
-        case notFound
-        case methodNotAllowed
-        case contentType
-        case gatewaySecret
-        case missingToken
-        case invalidToken
-        case csrf
-        case connectionsPerAddress
+        case http(HTTPReason)
+
+        /// The reasons only the HTTP layer gives, spelled as on the wire.
+        enum HTTPReason: String, Sendable {
+            case notFound = "not_found"
+            case methodNotAllowed = "method_not_allowed"
+            case contentType = "content_type"
+            case gatewaySecret = "gateway_secret"
+            case missingToken = "missing_token"
+            case invalidToken = "invalid_token"
+            case csrf
+            case connectionsPerAddress = "connections_per_address"
+        }
+
+        static let notFound = Self.http(.notFound)
+        static let methodNotAllowed = Self.http(.methodNotAllowed)
+        static let contentType = Self.http(.contentType)
+        static let gatewaySecret = Self.http(.gatewaySecret)
+        static let missingToken = Self.http(.missingToken)
+        static let invalidToken = Self.http(.invalidToken)
+        static let csrf = Self.http(.csrf)
+        static let connectionsPerAddress = Self.http(.connectionsPerAddress)
 
         /// The stable wire spelling.
         var identifier: String {
             switch self {
             case .service(let subcode): subcode.identifier
-            case .csrf: "csrf"
-            case .notFound: "not_found"
-            case .methodNotAllowed: "method_not_allowed"
-            case .contentType: "content_type"
-            case .gatewaySecret: "gateway_secret"
-            case .missingToken: "missing_token"
-            case .invalidToken: "invalid_token"
-            case .connectionsPerAddress: "connections_per_address"
+            case .http(let reason): reason.rawValue
             }
         }
     }

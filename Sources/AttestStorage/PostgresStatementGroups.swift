@@ -35,13 +35,7 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
         let reply: Reply
     }
 
-    private struct State {
-        var pending: [Entry] = []
-        /// Whether the sender is running.
-        var sending = false
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex(GroupQueue<Entry>())
     /// Requests in one statement at most.
     private let limit: Int
     private let run: Run
@@ -58,17 +52,12 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     }
 
     /// Requests waiting for a statement (tests wait for a group to form).
-    var pendingCount: Int { state.withLock { $0.pending.count } }
+    var pendingCount: Int { state.withLock { $0.count } }
 
     /// Answers `request` through `reply`, exactly once, from a statement sent after this call
     /// began. `reply` runs on a sender's thread: it should hand the answer on, not work on it.
     func submit(_ request: Request, then reply: @escaping Reply) {
-        let startsSender = state.withLock { state -> Bool in
-            state.pending.append(Entry(request: request, reply: reply))
-            guard !state.sending else { return false }
-            state.sending = true
-            return true
-        }
+        let startsSender = state.withLock { $0.add(Entry(request: request, reply: reply)) }
         if startsSender {
             DispatchQueue.global().async { self.send() }
         }
@@ -101,15 +90,7 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
 
     /// The requests pending now (up to `limit`), or nil, ending the sender, when there are none.
     private func nextGroup() -> [Entry]? {
-        state.withLock { state -> [Entry]? in
-            guard !state.pending.isEmpty else {
-                state.sending = false
-                return nil
-            }
-            let group = Array(state.pending.prefix(limit))
-            state.pending.removeFirst(group.count)
-            return group
-        }
+        state.withLock { $0.nextGroup(limit: limit) }
     }
 }
 

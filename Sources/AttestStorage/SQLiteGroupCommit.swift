@@ -54,12 +54,7 @@ final class SQLiteGroupCommit: Sendable {
         }
     }
 
-    private struct State {
-        var queued: [Member] = []
-        var leading = false
-    }
-
-    private let state = Mutex(State())
+    private let state = Mutex(GroupQueue<Member>())
     private let limit: Int
     /// The writer connection, whose lock a group holds for its transaction.
     private let writer: SQLiteTokenStore.Connection
@@ -72,7 +67,7 @@ final class SQLiteGroupCommit: Sendable {
     }
 
     /// Transactions queued for the next group, and whether a leader is running (for tests).
-    var queue: (pending: Int, leading: Bool) { state.withLock { ($0.queued.count, $0.leading) } }
+    var queue: (pending: Int, leading: Bool) { state.withLock { ($0.count, $0.running) } }
 
     /// Groups committed and the transactions they carried, since start.
     var statistics: (groups: Int, members: Int) { counts.withLock { $0 } }
@@ -83,12 +78,7 @@ final class SQLiteGroupCommit: Sendable {
             // Written by the leader's thread before the member is finished, read here after.
             let result = ResultBox<T>()
             let member = Member(durable: durable) { database throws(StorageError) in result.value = try body(database) }
-            let leads = state.withLock { state -> Bool in
-                state.queued.append(member)
-                guard !state.leading else { return false }
-                state.leading = true
-                return true
-            }
+            let leads = state.withLock { $0.add(member) }
             if leads { lead() }
             if let error = member.wait() { throw error }
             guard let value = result.value else { throw .misuse("a group commit finished a transaction without its value") }
@@ -104,15 +94,7 @@ final class SQLiteGroupCommit: Sendable {
     }
 
     private func nextGroup() -> [Member]? {
-        state.withLock { state -> [Member]? in
-            guard !state.queued.isEmpty else {
-                state.leading = false
-                return nil
-            }
-            let group = Array(state.queued.prefix(limit))
-            state.queued.removeFirst(group.count)
-            return group
-        }
+        state.withLock { $0.nextGroup(limit: limit) }
     }
 
     private func commit(_ group: [Member]) {

@@ -30,8 +30,7 @@ struct BenchPlan {
         "iterations", value: "N", help: "verify N times each, untimed, and print nothing (for callgrind)")
     static let service = OptionSpec(
         flag: "service", help: "measure the refresh use case in process (challenge + assertion + token, temporary SQLite)")
-    static let hello = OptionSpec(
-        "hello", value: "PORT", help: "serve 200 to every request on 127.0.0.1:PORT with attestd's HTTP server until killed")
+    static let hello = OptionSpec("hello", value: "PORT", help: "serve 200 on 127.0.0.1:PORT with attestd's HTTP server until killed")
     static let options = OptionTable([seconds, caseID, iterations, service, hello])
 
     static var usage: String {
