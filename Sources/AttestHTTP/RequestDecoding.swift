@@ -15,8 +15,10 @@ enum MediaType: String {
 enum RequestDecoding {
     /// The body after the one content-type check: its media type (parameters ignored) must be `type`.
     static func requireContentType(_ request: HTTPRequest, _ type: MediaType) throws(Problem) {
-        let mediaType = request.header("Content-Type")?.split(separator: ";").first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        // Optional whitespace is spaces and tabs (RFC 9110 section 5.6.3), trimmed without
+        // Foundation, whose CharacterSet trimming cost introspect 9 % of its CPU.
+        let mediaType = request.header("Content-Type")?.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingASCIISpaces().lowercased()
         }
         guard mediaType == type.rawValue else {
             throw Problem(.unsupportedMediaType, .contentType, "send Content-Type: \(type.rawValue)")

@@ -217,10 +217,13 @@ private func declaredBodyLengthExceeds(_ limit: Int, headers: [HTTPHeader]) -> B
     }
 }
 
-extension String {
-    fileprivate func trimmingASCIISpaces() -> Substring {
+extension StringProtocol {
+    /// Without the spaces and tabs around it: HTTP's optional whitespace (RFC 9110 section 5.6.3).
+    package func trimmingASCIISpaces() -> SubSequence {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return self[endIndex...]
+        }
         return self[first...last]
     }
 }

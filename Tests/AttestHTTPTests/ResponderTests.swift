@@ -137,6 +137,13 @@ struct ResponderTests {
             (Self.request("POST", "/v1/challenge", json: #"{"client_id":1}"#), 400, "json"),
             (Self.request("POST", "/v1/challenge", json: "{}", contentType: "text/plain"), 415, "content_type"),
             (Self.request("POST", "/v1/challenge", json: "{}", contentType: "application/json; charset=utf-8"), 400, "missing_client_id"),
+            // Spaces and tabs around the media type, and its case, do not matter (RFC 9110); other whitespace does.
+            (
+                Self.request("POST", "/v1/challenge", json: "{}", contentType: " \tApplication/JSON \t;charset=utf-8"), 400,
+                "missing_client_id"
+            ),
+            (Self.request("POST", "/v1/challenge", json: "{}", contentType: "\u{A0}application/json"), 415, "content_type"),
+            (Self.request("POST", "/v1/challenge", json: "{}", contentType: "application/jsonx"), 415, "content_type"),
         ]
         for (request, status, reason) in cases {
             let response = api.respond(to: request)
