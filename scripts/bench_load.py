@@ -265,6 +265,25 @@ class Bench:
         load.wait(timeout=self.seconds + 60)
         return took, refused
 
+    def purge_under_load(self, db, sql_runner, seconds=10):
+        """100,000 tokens expiring at once, deleted by the purge (every second here) while wrk
+        checks a live token and attest-load asks for challenges (writes): (authorize p99,
+        challenge p99 in ms, rows the purge removed)."""
+        ports = self.start(db, 1, ["--purge-interval", "1"])
+        client_id = self.integration(db)
+        attest_load = os.path.join(self.bin, "attest-load")
+        token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
+                     self.state]).strip()
+        sql_runner(client_id, int(time.time()) + 3)
+        wrk_run = subprocess.Popen(["wrk", "-t1", "-c32", "-d%ds" % seconds, "--latency", "-H", "Authorization: Bearer " + token,
+                                    "http://127.0.0.1:%d/v1/authorize" % ports[0]], stdout=subprocess.PIPE, text=True)
+        challenges = load(attest_load, "challenge", ports, client_id, self.state, 4, seconds)
+        out = wrk_run.communicate(timeout=seconds + 60)[0]
+        log = self.nodes[0].log_text()
+        self.stop()
+        removed = sum(int(m) for m in re.findall(r'"msg":"purged expired rows","rows":(\d+)', log))
+        return re.search(r"\s99%\s+(\S+)", out).group(1), challenges["p99_ms"] + "ms", removed
+
     def pair(self, db, wal=False):
         """One node on `db`: (authorize/s, refresh/s, transaction commits per WAL flush during the
         refreshes or None), for the paired rounds."""
@@ -312,6 +331,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--pairs", type=int, default=3, help="paired SQLite/PostgreSQL rounds for the two PostgreSQL targets")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of nginx, hello, authorize and introspect per store")
+    parser.add_argument("--only-purge", action="store_true", help="only the purge of 100,000 expiring tokens, on both stores")
     options = parser.parse_args()
     bench = Bench(options)
     pg_url = os.environ["PG_URL"]
@@ -346,6 +366,37 @@ def main():
             subprocess.run(["sqlite3", path, sql], check=True, timeout=600)
         return populate
 
+    def expiring_sqlite(path):
+        def insert(client_id, expires_at):
+            sql = ("INSERT INTO devices (%(dc)s) VALUES (randomblob(32), '%(c)s', randomblob(65), 0, 'production', x'', 'active', 0, 0); "
+                   "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
+                   "INSERT INTO tokens (%(tc)s) SELECT randomblob(32), '%(c)s', 'ws_bench', "
+                   "(SELECT key_id FROM devices WHERE client_id = '%(c)s' AND receipt = x'' LIMIT 1), 'messages', unixepoch(), %(e)d "
+                   "FROM n;" % {"c": client_id, "e": expires_at, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
+            subprocess.run(["sqlite3", path, sql], check=True, timeout=600)
+        return insert
+
+    def expiring_pg(client_id, expires_at):
+        sql = ("INSERT INTO devices (%(dc)s) VALUES (sha256('purge'::bytea), '%(c)s', "
+               "'\\x04'::bytea || sha256('a'::bytea) || sha256('b'::bytea), 0, 'production', ''::bytea, 'active', 0, 0); "
+               "INSERT INTO tokens (%(tc)s) SELECT sha256(int8send(i) || '\\x70'::bytea), '%(c)s', 'ws_bench', "
+               "sha256('purge'::bytea), 'messages', extract(epoch from now())::bigint, %(e)d FROM generate_series(1, 100000) i;"
+               % {"c": client_id, "e": expires_at, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
+        subprocess.run(["bash", "-c", admin + 'attestd_psql_admin attestd "$0"', sql], cwd=ROOT, check=True, timeout=600,
+                       stdout=subprocess.DEVNULL)
+
+    if options.only_purge:
+        purge_path = os.path.join(bench.work, "purge.sqlite")
+        results = {"SQLite": bench.purge_under_load(purge_path, expiring_sqlite(purge_path))}
+        reset_pg()
+        results["PostgreSQL, 1 node"] = bench.purge_under_load(pg_url, expiring_pg)
+        print("date: %s  command: scripts/bench-load %d --only-purge" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds))
+        for label, (authorize_p99, challenge_p99, removed) in results.items():
+            print("purge of 100,000 tokens expiring at once (%s): %d rows purged; during it authorize p99 %s, challenge p99 %s   "
+                  "(target: no stall over 50 ms)" % (label, removed, authorize_p99, challenge_p99))
+        shutil.rmtree(bench.work, ignore_errors=True)
+        return
+
     started = time.monotonic()
     nginx_dir = os.path.join(bench.work, "nginx")
     os.makedirs(os.path.join(nginx_dir, "logs"))
@@ -364,6 +415,10 @@ def main():
         reset_pg()
         gateway["pg1"] = bench.gateway("PostgreSQL", pg_url, nginx_rate, 18481, options.rounds)
         commit_rates = {"sqlite": sqlite_commit_rate(bench.work), "pg1": pg_commit_rate()}
+        purge_path = os.path.join(bench.work, "purge.sqlite")
+        purges = {"sqlite": bench.purge_under_load(purge_path, expiring_sqlite(purge_path))}
+        reset_pg()
+        purges["pg1"] = bench.purge_under_load(pg_url, expiring_pg)
         sqlite = os.path.join(bench.work, "attestd.sqlite")
         small = {
             "sqlite": bench.measure("SQLite, 1 node", sqlite, 1),
@@ -437,6 +492,10 @@ def main():
         took, refused = figures["revocation"]
         print("revocation under load (%s): attestctl token revoke returned in %.0f ms; %d of 50 checks sent after it "
               "answered 401   (target 50)" % (label, took, refused))
+    for key, label in (("sqlite", "SQLite"), ("pg1", "PostgreSQL, 1 node")):
+        authorize_p99, challenge_p99, removed = purges[key]
+        print("purge of 100,000 tokens expiring at once (%s): %d rows purged; during it authorize p99 %s, challenge p99 %s   "
+              "(target: no stall over 50 ms)" % (label, removed, authorize_p99, challenge_p99))
     print("authorize / nginx (SQLite), single pass:  %s" % ratio(small["sqlite"]["authorize"][0], reference[0]))
     print("authorize PostgreSQL / SQLite (1 node):  %s   (first pass)" % ratio(small["pg1"]["authorize"][0], small["sqlite"]["authorize"][0]))
     print("refresh PostgreSQL / SQLite (1 node):    %s   (first pass)" % ratio(small["pg1"]["refresh"][0], small["sqlite"]["refresh"][0]))
