@@ -185,6 +185,19 @@ class Bench:
         return run([os.path.join(self.bin, "attestctl"), "integration", "create", "--db", db, "--workspace", "ws_bench", "--name",
                     "bench", "--team-id", "ABCDE12345", "--bundle-id", "com.example.bench", "--environment", "production"]).strip()
 
+    def token(self, port, client_id):
+        """A live access token of a synthetic device attested through the node on `port`."""
+        return run([os.path.join(self.bin, "attest-load"), "token", "--port", str(port), "--client-id", client_id, "--app-id",
+                    APP_ID, "--state", self.state]).strip()
+
+    def introspect_script(self, token):
+        """A wrk script that introspects `token` with the gateway secret; its path."""
+        lua = os.path.join(self.work, "introspect.lua")
+        with open(lua, "w") as f:
+            f.write('wrk.method = "POST"\nwrk.body = "token=%s"\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n'
+                    'wrk.headers["Authorization"] = "Bearer %s"\n' % (token, SECRET))
+        return lua
+
     def measure(self, label, db, count, populate=None):
         """Starts `count` nodes on `db`, measures the five operations, stops them; one row per operation."""
         ports = self.start(db, count)
@@ -197,12 +210,8 @@ class Bench:
             self.operability.append((label, "attestd start to listening", (time.monotonic() - began) * 1000))
             self.time_operations(label, db, ports[0])
         attest_load = os.path.join(self.bin, "attest-load")
-        token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
-                     self.state]).strip()
-        lua = os.path.join(self.work, "introspect.lua")
-        with open(lua, "w") as f:
-            f.write('wrk.method = "POST"\nwrk.body = "token=%s"\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n'
-                    'wrk.headers["Authorization"] = "Bearer %s"\n' % (token, SECRET))
+        token = self.token(ports[0], client_id)
+        lua = self.introspect_script(token)
         results = {}
         results["authorize"] = wrk(self.seconds, ["http://127.0.0.1:%d/v1/authorize" % p for p in ports],
                                    ["-H", "Authorization: Bearer " + token])
@@ -221,13 +230,8 @@ class Bench:
         p99 near half its rate and a revocation under load. Returns a dict of figures."""
         ports = self.start(db, 1)
         client_id = self.integration(db)
-        attest_load = os.path.join(self.bin, "attest-load")
-        token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
-                     self.state]).strip()
-        lua = os.path.join(self.work, "introspect.lua")
-        with open(lua, "w") as f:
-            f.write('wrk.method = "POST"\nwrk.body = "token=%s"\nwrk.headers["Content-Type"] = "application/x-www-form-urlencoded"\n'
-                    'wrk.headers["Authorization"] = "Bearer %s"\n' % (token, SECRET))
+        token = self.token(ports[0], client_id)
+        lua = self.introspect_script(token)
         authorize_url = "http://127.0.0.1:%d/v1/authorize" % ports[0]
         bearer = ["-H", "Authorization: Bearer " + token]
         figures = {"nginx": [], "hello": [], "authorize": [], "introspect": []}
@@ -272,8 +276,7 @@ class Bench:
         ports = self.start(db, 1, ["--purge-interval", "1"])
         client_id = self.integration(db)
         attest_load = os.path.join(self.bin, "attest-load")
-        token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
-                     self.state]).strip()
+        token = self.token(ports[0], client_id)
         sql_runner(client_id, int(time.time()) + 3)
         wrk_run = subprocess.Popen(["wrk", "-t1", "-c32", "-d%ds" % seconds, "--latency", "-H", "Authorization: Bearer " + token,
                                     "http://127.0.0.1:%d/v1/authorize" % ports[0]], stdout=subprocess.PIPE, text=True)
@@ -290,8 +293,7 @@ class Bench:
         ports = self.start(db, 1)
         client_id = self.integration(db)
         attest_load = os.path.join(self.bin, "attest-load")
-        token = run([attest_load, "token", "--port", str(ports[0]), "--client-id", client_id, "--app-id", APP_ID, "--state",
-                     self.state]).strip()
+        token = self.token(ports[0], client_id)
         authorize = wrk(self.seconds, ["http://127.0.0.1:%d/v1/authorize" % ports[0]], ["-H", "Authorization: Bearer " + token])[0]
         before = pg_wal_counters() if wal else None
         refresh = float(load(attest_load, "refresh", ports, client_id, self.state, 16, self.seconds)["operations_per_second"])

@@ -2,7 +2,6 @@ import AttestCore
 import AttestCrypto
 import AttestHTTPServer
 import AttestService
-import Foundation
 
 /// The media types the API reads.
 enum MediaType: String {

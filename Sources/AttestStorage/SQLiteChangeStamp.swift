@@ -77,9 +77,8 @@ final class TokenLookupCache: Sendable {
     private let stamps: SQLiteChangeStamp
     private let shards = (0..<16).map { _ in Shard() }
     private let perShard: Int
-    /// Lookups answered from memory and from the database, since start (for tests).
+    /// Lookups answered from memory since start (for tests).
     let hits = Atomic<Int>(0)
-    let misses = Atomic<Int>(0)
 
     /// The calling thread's shard: every worker keeps its own answers (a gateway checks one hot
     /// token from every worker at once, and one lock for it made the workers queue: with 8
@@ -105,7 +104,6 @@ final class TokenLookupCache: Sendable {
             hits.add(1, ordering: .relaxed)
             return entry.record
         }
-        misses.add(1, ordering: .relaxed)
         let record = try lookup()
         guard let record, stamps.current() == before else { return record }
         shard.entries.withLock { entries in
