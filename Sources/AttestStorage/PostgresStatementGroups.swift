@@ -16,8 +16,10 @@ import Synchronization
 /// per second against 37,200 with one, docs/BENCHMARKS.md.)
 ///
 /// Requests are answered through a callback (`submit(_:then:)`), so that an HTTP worker can go
-/// on serving other connections while its request waits; the sender runs on Dispatch's global
-/// queue and blocks on its round trips, never on an HTTP worker. `submit(_:)` waits for the
+/// on serving other connections while its request waits; the sender runs on a serial queue of
+/// its own and blocks on its round trips, never on an HTTP worker. (Not on Dispatch's global
+/// queue: its threads are few, and callers that block them, Swift concurrency's tasks among
+/// them, left lookups unsent for half a second in RevocationUnderLoadTests.) `submit(_:)` waits for the
 /// answer, for callers that have nothing else to do.
 ///
 /// Under load the sender pauses briefly before taking the next group (`gatherPauseMicroseconds`,
@@ -39,6 +41,9 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     /// Requests in one statement at most.
     private let limit: Int
     private let run: Run
+    /// Where the sender runs: one sender at a time, on a thread Dispatch gives this queue even
+    /// when every thread of its global queue is blocked.
+    private let senderQueue = DispatchQueue(label: "attestd.statement-groups")
     /// The pause under load: after a group of at least this many requests...
     private static var gatherAfter: Int { 8 }
     /// ...that was not full, the sender waits this long before taking the next (measured in
@@ -59,7 +64,7 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     func submit(_ request: Request, then reply: @escaping Reply) {
         let startsSender = state.withLock { $0.add(Entry(request: request, reply: reply)) }
         if startsSender {
-            DispatchQueue.global().async { self.send() }
+            senderQueue.async { self.send() }
         }
     }
 

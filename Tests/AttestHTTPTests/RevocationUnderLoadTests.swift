@@ -34,6 +34,11 @@ struct RevocationUnderLoadTests {
         let token = try world.attest(try world.client(), device: device)
         let port = world.server.http.port
         let stop = Atomic<Bool>(false)
+        let revoked = Atomic<Bool>(false)
+        // Counted as the load runs, so that the test waits for enough checks on either side of
+        // the revocation rather than for a time a loaded machine may not keep.
+        let accepted = Atomic<Int>(0)
+        let sentAfterRevocation = Atomic<Int>(0)
         let checks = Mutex<[Check]>([])
         let clients = DispatchGroup()
         for _ in 0..<4 {
@@ -43,15 +48,18 @@ struct RevocationUnderLoadTests {
                 guard let client = try? RawHTTPClient(port: port) else { return }
                 var mine: [Check] = []
                 while !stop.load(ordering: .relaxed) {
+                    let afterRevocation = revoked.load(ordering: .acquiring)
                     let sent = ContinuousClock.now
                     guard let response = try? client.request("GET", "/v1/authorize", headers: [("Authorization", "Bearer \(token)")])
                     else { break }
                     mine.append(Check(sent: sent, status: response.status))
+                    if response.status == 200 { accepted.add(1, ordering: .relaxed) }
+                    if afterRevocation { sentAfterRevocation.add(1, ordering: .relaxed) }
                 }
                 checks.withLock { $0 += mine }
             }.start()
         }
-        usleep(300_000)
+        Self.waitUntil { accepted.load(ordering: .relaxed) > 50 }
         switch revocation {
         case .integrationRevoke: _ = try world.admin.revoke(clientID: world.integration.clientID)
         case .tokenRevoke: #expect(try world.admin.revokeToken(hash: Digest.sha256(Array(token.utf8))))
@@ -59,7 +67,8 @@ struct RevocationUnderLoadTests {
         case .integrationSuspend: _ = try world.admin.setSuspended(clientID: world.integration.clientID, true)
         }
         let returned = ContinuousClock.now
-        usleep(300_000)
+        revoked.store(true, ordering: .releasing)
+        Self.waitUntil { sentAfterRevocation.load(ordering: .relaxed) > 50 }
         stop.store(true, ordering: .relaxed)
         clients.wait()
 
@@ -72,5 +81,11 @@ struct RevocationUnderLoadTests {
         if let sqlite = world.app.store as? SQLiteTokenStore {
             #expect(sqlite.lookupsFromMemory > 20, "the checks before the revocation were served from memory")
         }
+    }
+
+    /// Waits for `condition`, for 20 seconds at most (the expectations then say what was missing).
+    static func waitUntil(_ condition: () -> Bool) {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !condition() && ContinuousClock.now < deadline { usleep(1_000) }
     }
 }

@@ -141,6 +141,20 @@ struct PostgresStatementGroupsTests {
         #expect(try answer.withLock { $0 }?.get() == Self.token(1))
     }
 
+    @Test("the sender runs while every thread of Dispatch's global queue is blocked (as Swift concurrency's tasks can block it)")
+    func senderHasItsOwnThread() throws {
+        let table = Table([Self.token(1)])
+        table.release.signal()  // the first statement is not held
+        let lookups = Lookups(run: table.run)
+        let hold = DispatchSemaphore(value: 0)
+        let busy = 16
+        for _ in 0..<busy { DispatchQueue.global().async { _ = hold.wait(timeout: .now() + 5) } }
+        defer { for _ in 0..<busy { hold.signal() } }
+        let answered = DispatchSemaphore(value: 0)
+        lookups.submit(Self.token(1).tokenHash) { _ in answered.signal() }
+        #expect(answered.wait(timeout: .now() + 0.2) == .success, "the lookup waited for a thread of the global queue")
+    }
+
     @Test("token lookups in one statement: each caller's own time decides expiry, and a hash asked twice is answered twice")
     func ownTime() {
         let lookups = [(1, 999), (1, 1000), (2, 1000), (1, 999), (3, 5)].map {
