@@ -48,8 +48,9 @@ package final class SQLiteDatabase {
     private static let configured: Bool = CSQLite_disable_memory_statistics() == SQLITE_OK
 
     deinit {
-        // close_v2 always returns SQLITE_OK for a valid handle; statements hold a strong reference
-        // to their database, so none is still alive here.
+        // close_v2 always returns SQLITE_OK for a valid handle. Statements of callers hold a
+        // strong reference to their database, so none is still alive here; the cached ones are
+        // finalized just after, when the cache goes (close_v2 closes once the last is finalized).
         let result = sqlite3_close_v2(handle)
         assert(result == SQLITE_OK, "sqlite3_close_v2 returned \(result)")
     }
@@ -106,6 +107,7 @@ package final class SQLiteDatabase {
             return statement
         }
         let statement = try prepare(sql)
+        statement.moveIntoCache()
         statementCache[sql] = statement
         return statement
     }

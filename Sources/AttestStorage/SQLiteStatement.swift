@@ -3,11 +3,15 @@ internal import CSQLite
 /// A prepared statement: the only owner of its `sqlite3_stmt`, finalized in `deinit`.
 ///
 /// Parameter indexes are 1-based and column indexes 0-based, as in SQLite. A statement keeps its
-/// database alive, so the connection is never closed under it. Not `Sendable`: it belongs to the
-/// same thread of control as its database.
+/// database alive, so the connection is never closed under it, unless it lives in the
+/// connection's own cache. Not `Sendable`: it belongs to the same thread of control as its database.
 package final class SQLiteStatement {
     /// The connection this statement was prepared on.
-    let database: SQLiteDatabase
+    unowned let database: SQLiteDatabase
+    /// The same connection, held strongly; nil for a statement of the connection's own cache
+    /// (`cachedStatement`), which the connection holds: a strong reference back would be a cycle,
+    /// and the connection and its files would stay open after the last user let it go.
+    private var owner: SQLiteDatabase?
     private let handle: OpaquePointer
     /// PRAGMA and VACUUM are exempt from the write gate: they read or set connection state, or (VACUUM
     /// INTO) read one snapshot into another file, and cannot run inside a transaction.
@@ -15,7 +19,12 @@ package final class SQLiteStatement {
     private var hasRow = false
 
     init(database: SQLiteDatabase, handle: OpaquePointer, isControl: Bool) {
-        (self.database, self.handle, self.isControl) = (database, handle, isControl)
+        (self.database, self.owner, self.handle, self.isControl) = (database, database, handle, isControl)
+    }
+
+    /// The connection's cache holds this statement from now on: it no longer holds the connection.
+    func moveIntoCache() {
+        owner = nil
     }
 
     deinit {
