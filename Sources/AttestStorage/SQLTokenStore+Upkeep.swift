@@ -46,16 +46,37 @@ extension SQLTokenStore {
 
     // MARK: StoreMaintenance
 
+    /// Deletes what expired at `time`, in transactions of `purgeBatch` rows at most, so that a
+    /// wave of tokens expiring at once (a release's worth of devices, an hour later) never holds
+    /// the writer, or a PostgreSQL backend, for long: writes wait for one batch at most, and
+    /// requests share the cores with the purge a batch at a time (as PostgreSQL's own vacuum
+    /// does in small steps). A purge that stops half way has still deleted only expired rows.
     package func purgeExpired(at time: Int64) throws(StorageError) -> Int {
-        try perform(.transaction) { session throws(StorageError) -> Int in
-            let tokens = try session.run(UpkeepSQL.purgeTokens, [.integer(time)])
-            let challenges = try session.run(UpkeepSQL.purgeChallenges, [.integer(time)])
+        try purgeExpired(at: time, batch: Self.purgeBatch)
+    }
+
+    /// The purge in batches of `batch` rows (tests use small ones).
+    package func purgeExpired(at time: Int64, batch: Int) throws(StorageError) -> Int {
+        var purged = 0
+        for statement in [UpkeepSQL.purgeTokens, UpkeepSQL.purgeChallenges] {
+            var deleted = batch
+            while deleted == batch {
+                deleted = try perform(.transaction) { session throws(StorageError) in
+                    try session.run(statement, [.integer(time), .integer(Int64(batch))])
+                }
+                purged += deleted
+            }
+        }
+        try perform(.transaction) { session throws(StorageError) in
             try session.run(AdminKeySQL.purgeSessions, [.integer(time)])
             // A bucket untouched for a day is full again: forgetting it changes nothing.
             try session.run(UpkeepSQL.purgeBuckets, [.real(Double(time) - 86_400)])
-            return tokens + challenges
         }
+        return purged
     }
+
+    /// Rows one purge transaction deletes at most (measured in docs/BENCHMARKS.md).
+    package static var purgeBatch: Int { 2_000 }
 
     package func snapshot(at time: Int64) throws(StorageError) -> StoreSnapshot {
         try perform(.snapshot) { session throws(StorageError) -> StoreSnapshot in
@@ -126,8 +147,11 @@ enum UpkeepSQL {
             AND coalesce(d.receipt_refreshed_at, d.created_at) <= ?
         ORDER BY coalesce(d.receipt_refreshed_at, d.created_at) LIMIT ?
         """)
-    static let purgeTokens = SQLStatement("DELETE FROM tokens WHERE expires_at <= ?")
-    static let purgeChallenges = SQLStatement("DELETE FROM challenges WHERE expires_at <= ?")
+    /// One batch of the purge each: the oldest expired rows first, `LIMIT ?` of them.
+    static let purgeTokens = SQLStatement(
+        "DELETE FROM tokens WHERE token_hash IN (SELECT token_hash FROM tokens WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)")
+    static let purgeChallenges = SQLStatement(
+        "DELETE FROM challenges WHERE id IN (SELECT id FROM challenges WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)")
     static let purgeBuckets = SQLStatement("DELETE FROM rate_buckets WHERE updated_at < ?")
     static let allDevices = SQLStatement("SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices ORDER BY created_at, key_id")
     static let liveTokens = SQLStatement(

@@ -299,6 +299,19 @@ struct TokenStoreContractTests {
         try world.store.checkAvailable()
     }
 
+    @Test("the purge goes on batch after batch until none is left, and keeps what has not expired", arguments: StoreBackend.available)
+    func purgeInBatches(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        let store = try #require(world.store as? any SQLTokenStore)
+        for seed in UInt8(1)...8 { try world.challenge(seed, expiresIn: Int64(seed) * 10) }
+        try world.challenge(9, expiresIn: 1000)
+        // Batches of 3, 3 and 2: the last is not full, and ends the purge.
+        #expect(try store.purgeExpired(at: Self.time + 80, batch: 3) == 8)
+        #expect(try world.store.challenge(id: [UInt8](repeating: 8, count: 32)) == nil)
+        #expect(try world.store.challenge(id: [UInt8](repeating: 9, count: 32)) != nil)
+        #expect(try store.purgeExpired(at: Self.time + 80, batch: 3) == 0)
+    }
+
     // MARK: Two nodes on one database
 
     @Test("a challenge issued through one node is redeemed exactly once across nodes", arguments: StoreBackend.available)
