@@ -1,3 +1,4 @@
+import AttestCrypto
 import AttestHTTPServer
 import AttestService
 
@@ -42,13 +43,17 @@ struct GatewayRoutes: Sendable {
             reply { context throws(Problem) in
                 guard let active = try Problem.calling({ () throws(ServiceError) in try outcome.get() }) else {
                     context.log.outcome = "inactive"
-                    return JSONBody.response([("active", false)])
+                    return JSONBody.response(.object([JSONValue.Member("active", .bool(false))]))
                 }
                 context.log.clientID = active.clientID
-                return JSONBody.response([
-                    ("active", true), ("scope", active.scope), ("client_id", active.clientID), ("workspace_id", active.workspaceID),
-                    ("iat", active.issuedAt), ("exp", active.expiresAt), ("token_type", "Bearer"),
-                ])
+                return JSONBody.response(
+                    .object([
+                        JSONValue.Member("active", .bool(true)), JSONValue.Member("scope", .string(active.scope)),
+                        JSONValue.Member("client_id", .string(active.clientID)),
+                        JSONValue.Member("workspace_id", .string(active.workspaceID)),
+                        JSONValue.Member("iat", .integer(active.issuedAt)), JSONValue.Member("exp", .integer(active.expiresAt)),
+                        JSONValue.Member("token_type", .string("Bearer")),
+                    ]))
             }
         }
     }
