@@ -202,6 +202,32 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("the purge's batches are planned on the indexes, as sessions plan them (one plan for every parameter)")
+    func purgePlans() throws {
+        let database = try MigratedDatabase()
+        let connection = database.connection
+        try connection.query(
+            "INSERT INTO integrations (client_id, workspace_id, name, team_id, allowed_environments, status, created_at) "
+                + "VALUES ('clid_plan', 'ws', 'n', 'ABCDE12345', 'production', 'active', 0)")
+        try connection.query(
+            "INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at) "
+                + "SELECT sha256(int8send(i)), 'clid_plan', 'ws', sha256(int8send(i % 100)), 'messages', 0, i FROM generate_series(1, 20000) i"
+        )
+        try connection.query(
+            "INSERT INTO challenges (id, client_id, created_at, expires_at) "
+                + "SELECT sha256(int8send(-i)), 'clid_plan', 0, i FROM generate_series(1, 20000) i")
+        try connection.execute("ANALYZE tokens")
+        try connection.execute("ANALYZE challenges")
+        #expect(try connection.query("SELECT current_setting('plan_cache_mode')").string(0, 0) == "force_generic_plan")
+        for (name, statement) in [("tokens", UpkeepSQL.purgeTokens), ("challenges", UpkeepSQL.purgeChallenges)] {
+            try connection.execute("PREPARE purge_\(name) (bigint, bigint) AS \(statement.postgresql)")
+            let plan = try connection.query("EXPLAIN EXECUTE purge_\(name) (100, 2000)")
+            let text = (0..<plan.count).compactMap { plan.string($0, 0) }.joined(separator: "\n")
+            #expect(!text.contains("Seq Scan"), "\(name): \(text)")
+            #expect(text.contains("Index Cond: (\(name == "tokens" ? "token_hash" : "id") = ANY"), "\(name): \(text)")
+        }
+    }
+
     @Test("a database that records a migration this binary does not know is refused")
     func unknownMigrationRefused() throws {
         let location = try TestStoreLocation(.postgresql)
