@@ -89,6 +89,23 @@ def print_scale(ratios, peaks, purges, label):
               "challenge p99 %s   (target: no stall over 50 ms)" % (label, store, removed, authorize_p99, challenge_p99))
 
 
+def print_gateway(gateway, rounds):
+    """The gateway check per store: ratios of the interleaved rounds, p99 at half the rate, revocation under load."""
+    print("-- the gateway check, median of %d interleaved rounds (spread) --" % rounds)
+    for key, label in (("sqlite", "SQLite"), ("pg1", "PostgreSQL, 1 node")):
+        figures = gateway[key]
+        for operation in ("authorize", "introspect"):
+            print("%-10s / nginx (%s): %s   (target >= 0.5)" % (operation, label, median_spread(
+                [a / n for a, n in zip(figures[operation], figures["nginx"])])))
+        print("authorize  / hello (%s): %s" % (label, median_spread([a / h for a, h in zip(figures["authorize"], figures["hello"])])))
+        print("hello      / nginx (%s run): %s" % (label, median_spread([h / n for h, n in zip(figures["hello"], figures["nginx"])])))
+        paced = figures["paced"]
+        print("authorize at about half its rate (%s): %.0f/s, p50 %s, p99 %s" % (label, paced[0], paced[1], paced[2]))
+        took, refused = figures["revocation"]
+        print("revocation under load (%s): attestctl token revoke returned in %.0f ms; %d of 50 checks sent after it "
+              "answered 401   (target 50)" % (label, took, refused))
+
+
 def median_spread(values):
     """'median (min-max)' of ratios."""
     ordered = sorted(values)
@@ -359,6 +376,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds of nginx, hello, authorize and introspect per store")
     parser.add_argument("--only-purge", action="store_true", help="only the purge of 100,000 expiring tokens, on both stores")
     parser.add_argument("--only-scale", action="store_true", help="only the small and the large tables, on both stores")
+    parser.add_argument("--only-gateway", action="store_true", help="only the gateway check's interleaved rounds, on both stores")
     parser.add_argument("--large-tokens", type=int, default=10000000, help="live tokens in the large tables")
     parser.add_argument("--large-devices", type=int, default=1000000, help="devices in the large tables")
     parser.add_argument("--scale-rounds", type=int, default=3, help="alternating rounds of the small and the large tables per store")
@@ -494,6 +512,11 @@ def main():
         gateway = {"sqlite": bench.gateway("SQLite", os.path.join(bench.work, "gateway.sqlite"), nginx_rate, 18481, options.rounds)}
         reset_pg()
         gateway["pg1"] = bench.gateway("PostgreSQL", pg_url, nginx_rate, 18481, options.rounds)
+        if options.only_gateway:
+            print("date: %s  command: scripts/bench-load %d --only-gateway  (%.0f s in all)" % (
+                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, time.monotonic() - started))
+            print_gateway(gateway, options.rounds)
+            return
         commit_rates = {"sqlite": sqlite_commit_rate(bench.work), "pg1": pg_commit_rate()}
         purge_path = os.path.join(bench.work, "purge.sqlite")
         purges = {"sqlite": bench.purge_under_load(purge_path, expiring_sqlite(purge_path))}
@@ -556,19 +579,7 @@ def main():
     print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "challenge", challenge1))
     print("%-34s %-11s %10.1f" % ("SQLite, 1 thread on core 0", "attest", attest1))
     print("%-34s %-11s %10.1f" % ("in-process verifier on core 0", "verify", verify1))
-    print("-- the gateway check, median of %d interleaved rounds (spread) --" % options.rounds)
-    for key, label in (("sqlite", "SQLite"), ("pg1", "PostgreSQL, 1 node")):
-        figures = gateway[key]
-        for operation in ("authorize", "introspect"):
-            print("%-10s / nginx (%s): %s   (target >= 0.5)" % (operation, label, median_spread(
-                [a / n for a, n in zip(figures[operation], figures["nginx"])])))
-        print("authorize  / hello (%s): %s" % (label, median_spread([a / h for a, h in zip(figures["authorize"], figures["hello"])])))
-        print("hello      / nginx (%s run): %s" % (label, median_spread([h / n for h, n in zip(figures["hello"], figures["nginx"])])))
-        paced = figures["paced"]
-        print("authorize at about half its rate (%s): %.0f/s, p50 %s, p99 %s" % (label, paced[0], paced[1], paced[2]))
-        took, refused = figures["revocation"]
-        print("revocation under load (%s): attestctl token revoke returned in %.0f ms; %d of 50 checks sent after it "
-              "answered 401   (target 50)" % (label, took, refused))
+    print_gateway(gateway, options.rounds)
     for key, label in (("sqlite", "SQLite"), ("pg1", "PostgreSQL, 1 node")):
         authorize_p99, challenge_p99, removed = purges[key]
         print("purge of 100,000 tokens expiring at once (%s): %d rows purged; during it authorize p99 %s, challenge p99 %s   "
