@@ -177,4 +177,16 @@ struct MigratorTests {
             try database.immediateTransaction { try database.execute(violation.sql) }
         }
     }
+
+    @Test("the gauge's count of active devices reads the status index, never the device rows (their receipts)")
+    func activeDevicesCountedOnTheIndex() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path("gauge.sqlite")
+        _ = try SQLiteTokenStore(path: path, migrateAt: 1_000)
+        let database = try SQLiteDatabase(path: path)
+        let plan = try database.prepare("EXPLAIN QUERY PLAN SELECT count(*) FROM devices WHERE status = 'active'")
+        var details: [String] = []
+        while try plan.step() { details.append(plan.string(at: 3) ?? "") }
+        #expect(details.contains { $0.contains("COVERING INDEX devices_by_status") }, "\(details)")
+    }
 }
