@@ -318,6 +318,8 @@ class Bench:
         client_id = self.integration(db)
         attest_load = os.path.join(self.bin, "attest-load")
         token = self.token(ports[0], client_id)
+        # Issued an hour before they expire: the insert may start seconds after this line (a
+        # large file), and a token issued after its expiry breaks the tables' CHECK.
         sql_runner(client_id, int(time.time()) + 3)
         wrk_run = subprocess.Popen(["wrk", "-t1", "-c32", "-d%ds" % seconds, "--latency", "-H", "Authorization: Bearer " + token,
                                     "http://127.0.0.1:%d/v1/authorize" % ports[0]], stdout=subprocess.PIPE, text=True)
@@ -424,7 +426,7 @@ def main():
             sql = ("INSERT INTO devices (%(dc)s) VALUES (randomblob(32), '%(c)s', randomblob(65), 0, 'production', x'', 'active', 0, 0); "
                    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) "
                    "INSERT INTO tokens (%(tc)s) SELECT randomblob(32), '%(c)s', 'ws_bench', "
-                   "(SELECT key_id FROM devices WHERE client_id = '%(c)s' AND receipt = x'' LIMIT 1), 'messages', unixepoch(), %(e)d "
+                   "(SELECT key_id FROM devices WHERE client_id = '%(c)s' AND receipt = x'' LIMIT 1), 'messages', %(e)d - 3600, %(e)d "
                    "FROM n;" % {"c": client_id, "e": expires_at, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
             subprocess.run(["sqlite3", path, sql], check=True, timeout=600)
         return insert
@@ -433,7 +435,7 @@ def main():
         sql = ("INSERT INTO devices (%(dc)s) VALUES (sha256('purge'::bytea), '%(c)s', "
                "'\\x04'::bytea || sha256('a'::bytea) || sha256('b'::bytea), 0, 'production', ''::bytea, 'active', 0, 0); "
                "INSERT INTO tokens (%(tc)s) SELECT sha256(int8send(i) || '\\x70'::bytea), '%(c)s', 'ws_bench', "
-               "sha256('purge'::bytea), 'messages', extract(epoch from now())::bigint, %(e)d FROM generate_series(1, 100000) i;"
+               "sha256('purge'::bytea), 'messages', %(e)d - 3600, %(e)d FROM generate_series(1, 100000) i;"
                % {"c": client_id, "e": expires_at, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
         subprocess.run(["bash", "-c", admin + 'attestd_psql_admin attestd "$0"', sql], cwd=ROOT, check=True, timeout=600,
                        stdout=subprocess.DEVNULL)
