@@ -196,7 +196,8 @@ enum JSONBody {
     }
 
     /// The answer of a hot path (introspection): `object` typed already, so no member is cast
-    /// from `any Sendable` at run time (those casts were most of the answer's cost).
+    /// from `any Sendable` at run time (no change in introspection's rate the benchmark's noise
+    /// lets one see, docs/BENCHMARKS.md; kept as the typed form).
     static func response(_ object: JSONValue, status: Int = 200, headers: [HTTPHeader] = []) -> HTTPResponse {
         HTTPResponse(
             status: status,
