@@ -17,6 +17,8 @@ package final class SQLiteDatabase {
     private var isInImmediateTransaction = false
     /// Statements prepared once per connection and reused (`cachedStatement`).
     private var statementCache: [String: SQLiteStatement] = [:]
+    /// The closure `onCommit` installed, retained for SQLite (which holds only its pointer).
+    private var commitHook: Unmanaged<CommitHook>?
 
     /// Opens the database file at `path` (creating it when `create`) and configures the connection.
     ///
@@ -53,6 +55,7 @@ package final class SQLiteDatabase {
         // finalized just after, when the cache goes (close_v2 closes once the last is finalized).
         let result = sqlite3_close_v2(handle)
         assert(result == SQLITE_OK, "sqlite3_close_v2 returned \(result)")
+        commitHook?.release()
     }
 
     private func configure(busyTimeout: Duration) throws(StorageError) {
@@ -192,6 +195,35 @@ package final class SQLiteDatabase {
         CSQLite_wal_index(handle).map { UnsafeRawPointer($0) }
     }
 
+    // MARK: Checkpoints
+
+    /// Calls `body` after each commit on this connection with the number of pages in the
+    /// write-ahead log (`sqlite3_wal_hook`). It replaces SQLite's automatic checkpoint, which
+    /// ran on the committing thread: `body` must only note the number and return.
+    func onCommit(_ body: @escaping @Sendable (Int) -> Void) {
+        let hook = Unmanaged.passRetained(CommitHook(body))
+        _ = sqlite3_wal_hook(
+            handle,
+            { context, _, _, pages in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<CommitHook>.fromOpaque(context).takeUnretainedValue().body(Int(pages))
+                return SQLITE_OK
+            }, hook.toOpaque())
+        commitHook?.release()
+        commitHook = hook
+    }
+
+    /// A passive checkpoint (`sqlite3_wal_checkpoint_v2`, `SQLITE_CHECKPOINT_PASSIVE`): copies
+    /// into the database file what of the log no reader still needs, without waiting for any
+    /// lock or blocking any writer. Returns the log's frames and how many of them are copied.
+    func checkpointPassively() throws(StorageError) -> (logFrames: Int, copied: Int) {
+        var logFrames: Int32 = 0
+        var copied: Int32 = 0
+        let result = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
+        guard result == SQLITE_OK else { throw .sqlite(result, "checkpoint", connection: handle) }
+        return (Int(logFrames), Int(copied))
+    }
+
     // MARK: Transactions
 
     /// Runs `body` inside `BEGIN IMMEDIATE` ... `COMMIT`: the only way to write.
@@ -294,4 +326,10 @@ package final class SQLiteDatabase {
         let shown = findings.prefix(3).joined(separator: "; ").replacing("\n", with: " ")
         throw .corrupt("quick_check reported \(findings.count) problem(s): \(shown)")
     }
+}
+
+/// The closure behind a connection's commit hook (`SQLiteDatabase.onCommit`).
+final class CommitHook: Sendable {
+    let body: @Sendable (Int) -> Void
+    init(_ body: @escaping @Sendable (Int) -> Void) { self.body = body }
 }

@@ -29,6 +29,8 @@ package final class SQLiteTokenStore: SQLTokenStore {
     private let writer: Connection
     /// Write transactions, committed in groups on `writer`.
     private let commits: SQLiteGroupCommit
+    /// Checkpoints the log on its own thread and connection, in place of the writer.
+    private let checkpointer: SQLiteCheckpointer
     private let readers: [Connection]
     private let nextReader = Atomic<Int>(0)
     /// Repeated token lookups from memory while the database has not changed; nil when the
@@ -49,6 +51,8 @@ package final class SQLiteTokenStore: SQLTokenStore {
         try database.cheapCheck()
         _ = try Migrator(report: report).migrate(database, at: time)
         lookups = SQLiteChangeStamp(database).map { TokenLookupCache(stamps: $0) }
+        checkpointer = try SQLiteCheckpointer(path: path, busyTimeout: busyTimeout)
+        checkpointer.attach(to: database)
         writer = Connection(database)
         commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
@@ -70,6 +74,8 @@ package final class SQLiteTokenStore: SQLTokenStore {
         try database.cheapCheck()
         try Migrator().requireCurrent(database)
         lookups = SQLiteChangeStamp(database).map { TokenLookupCache(stamps: $0) }
+        checkpointer = try SQLiteCheckpointer(path: path, busyTimeout: busyTimeout)
+        checkpointer.attach(to: database)
         writer = Connection(database)
         commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
@@ -175,6 +181,11 @@ package final class SQLiteTokenStore: SQLTokenStore {
     }
 
     package func close() throws(StorageError) {
+        // Holding the checkpointer: a passive checkpoint running there would make this one busy.
+        try checkpointer.holding { () throws(StorageError) in try truncateLog() }
+    }
+
+    private func truncateLog() throws(StorageError) {
         try writer.use { database throws(StorageError) in
             // TRUNCATE: every page of the log goes into the file and the log is cut to zero bytes,
             // so a copy of the .sqlite file alone holds everything (docs/OPERATIONS.md, backups).
@@ -184,6 +195,17 @@ package final class SQLiteTokenStore: SQLTokenStore {
                 throw .busy("the write-ahead log could not be checkpointed: another connection is reading")
             }
         }
+    }
+
+    /// Checkpoints completed off the writer since the store opened (for tests).
+    package var checkpointsOffTheWriter: Int { checkpointer.checkpoints }
+
+    /// Returns once every checkpoint scheduled so far has run (for tests).
+    package func finishCheckpoints() { checkpointer.drain() }
+
+    /// Runs `body` while no checkpoint runs (for tests: the log then grows past the threshold).
+    package func holdingCheckpoints<T: Sendable>(_ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+        try checkpointer.holding(body)
     }
 
     /// Nil: SQLite has one writer connection and a few readers, no pool.

@@ -1,0 +1,67 @@
+import Dispatch
+import Synchronization
+
+/// Checkpoints a store's write-ahead log on a thread and a connection of its own, so that no
+/// request's commit waits for one.
+///
+/// SQLite's automatic checkpoint runs on the connection that commits, once the log passes 1,000
+/// pages, while that commit's caller waits: with one writer, every write behind it waits too.
+/// On a large database the checkpoint copies pages to places all over the file and flushes it,
+/// and during a purge among ten million tokens a request's write waited 120 ms for it
+/// (docs/BENCHMARKS.md). SQLite's documentation gives the remedy: turn the automatic checkpoint
+/// off and run checkpoints on another thread (https://www.sqlite.org/wal.html, "Application-
+/// Initiated Checkpoints"). A passive checkpoint takes no lock a writer needs, so writers go on
+/// beside it, and the log restarts from its beginning at the first write after a checkpoint
+/// that copied all of it, as before.
+///
+/// Durability is the same: a commit is durable once its frames are in the flushed log, and the
+/// checkpoint flushes the database file before it marks frames copied.
+final class SQLiteCheckpointer: Sendable {
+    /// The log's size in pages that starts a checkpoint: SQLite's own default
+    /// (`wal_autocheckpoint`).
+    static let threshold = 1_000
+
+    private let connection: SQLiteTokenStore.Connection
+    private let queue = DispatchQueue(label: "attestd.sqlite.checkpoint", qos: .utility)
+    /// True from a checkpoint's scheduling until it starts: commits in between add none.
+    private let scheduled = Atomic<Bool>(false)
+    private let completed = Atomic<Int>(0)
+
+    /// Opens the checkpoint's own connection to the database at `path` (which exists).
+    init(path: String, busyTimeout: Duration) throws(StorageError) {
+        connection = SQLiteTokenStore.Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false))
+    }
+
+    /// Installs the checkpointer in place of `writer`'s automatic checkpoint.
+    func attach(to writer: SQLiteDatabase) {
+        writer.onCommit { [weak self] pages in self?.logGrew(to: pages) }
+    }
+
+    /// A commit left `pages` pages in the log: past the threshold, one checkpoint is scheduled
+    /// unless one is already waiting to start (the commit's thread only flips a flag).
+    func logGrew(to pages: Int) {
+        guard pages >= Self.threshold,
+            scheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        queue.async { [weak self] in
+            guard let self else { return }
+            scheduled.store(false, ordering: .releasing)
+            // A failure changes nothing (SQLite's automatic checkpoint ignores it too): the log
+            // keeps its frames, and the next commit past the threshold tries again.
+            if (try? connection.use({ database throws(StorageError) in try database.checkpointPassively() })) != nil {
+                completed.add(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Passive checkpoints completed since the store opened (for tests).
+    var checkpoints: Int { completed.load(ordering: .relaxed) }
+
+    /// Returns once every checkpoint scheduled so far has run (for tests).
+    func drain() { queue.sync {} }
+
+    /// Runs `body` while no checkpoint runs or starts here (checkpoints scheduled meanwhile wait).
+    func holding<T: Sendable>(_ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+        try connection.use { _ throws(StorageError) -> T in try body() }
+    }
+}
