@@ -80,6 +80,8 @@ def count_label(count):
 def print_scale(ratios, peaks, purges, label):
     """The large tables against the small ones, per store: the median of the rounds' ratios."""
     for key, store in (("sqlite", "SQLite"), ("pg1", "PostgreSQL")):
+        if key not in ratios:
+            continue
         for operation in OPERATIONS:
             print("%-10s at %s / small tables (%s): %s   (target >= 0.8)" % (
                 operation, label, store, median_spread(ratios[key][operation])))
@@ -381,6 +383,8 @@ def main():
     parser.add_argument("--only-gateway", action="store_true", help="only the gateway check's interleaved rounds, on both stores")
     parser.add_argument("--large-tokens", type=int, default=10000000, help="live tokens in the large tables")
     parser.add_argument("--large-devices", type=int, default=1000000, help="devices in the large tables")
+    parser.add_argument("--stores", choices=("both", "sqlite", "postgresql"), default="both",
+                        help="the stores --only-scale and --only-purge measure")
     parser.add_argument("--scale-rounds", type=int, default=3, help="alternating rounds of the small and the large tables per store")
     options = parser.parse_args()
     bench = Bench(options)
@@ -442,10 +446,14 @@ def main():
 
     if options.only_purge:
         purge_path = os.path.join(bench.work, "purge.sqlite")
-        results = {"SQLite": bench.purge_under_load(purge_path, expiring_sqlite(purge_path))}
-        reset_pg()
-        results["PostgreSQL, 1 node"] = bench.purge_under_load(pg_url, expiring_pg)
-        print("date: %s  command: scripts/bench-load %d --only-purge" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds))
+        results = {}
+        if options.stores != "postgresql":
+            results["SQLite"] = bench.purge_under_load(purge_path, expiring_sqlite(purge_path))
+        if options.stores != "sqlite":
+            reset_pg()
+            results["PostgreSQL, 1 node"] = bench.purge_under_load(pg_url, expiring_pg)
+        print("date: %s  command: scripts/bench-load %d --only-purge --stores %s" % (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.stores))
         for label, (authorize_p99, challenge_p99, removed) in results.items():
             print("purge of 100,000 tokens expiring at once (%s): %d rows purged; during it authorize p99 %s, challenge p99 %s   "
                   "(target: no stall over 50 ms)" % (label, removed, authorize_p99, challenge_p99))
@@ -466,6 +474,8 @@ def main():
         small_pg = pg_url.rsplit("/", 1)[0] + "/attestd_small"
         stores = (("sqlite", "SQLite", os.path.join(bench.work, "small.sqlite"), large_sqlite, populate_sqlite(large_sqlite)),
                   ("pg1", "PostgreSQL", small_pg, pg_url, populate_pg))
+        wanted = {"both": ("sqlite", "pg1"), "sqlite": ("sqlite",), "postgresql": ("pg1",)}[options.stores]
+        stores = [entry for entry in stores if entry[0] in wanted]
         ratios, peaks, purges = {}, {}, {}
         for key, store, small_db, large_db, populate in stores:
             if key == "pg1":
@@ -488,8 +498,9 @@ def main():
     started = time.monotonic()
     if options.only_scale:
         ratios, peaks, large_purges = measure_scale(options.scale_rounds)
-        print("date: %s  command: scripts/bench-load %d --only-scale  (%.0f s in all)" % (
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, time.monotonic() - started))
+        print("date: %s  command: scripts/bench-load %d --only-scale --stores %s --scale-rounds %d  (%.0f s in all)" % (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.stores, options.scale_rounds,
+            time.monotonic() - started))
         for label, results, rss in bench.rows:
             bench.report_row(label, results, rss)
         for label, what, milliseconds in bench.operability:
