@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The PostgreSQL `TokenStore`, for several attestd nodes on one database.
 ///
 /// Every state change is one transaction at READ COMMITTED, and every decision that two nodes
@@ -109,6 +111,10 @@ package final class PostgresTokenStore: SQLTokenStore {
         }
     }
 
+    /// Transactions run again after losing to a deadlock or serialization failure (for tests).
+    package var conflictsRetried: Int { conflicts.load(ordering: .relaxed) }
+    private let conflicts = Atomic<Int>(0)
+
     /// Runs `work` (one transaction) again when it lost to a deadlock or serialization failure.
     private func retryingConflicts<T>(_ work: () throws(StorageError) -> T) throws(StorageError) -> T {
         var attempt = 0
@@ -117,6 +123,7 @@ package final class PostgresTokenStore: SQLTokenStore {
             do throws(StorageError) {
                 return try work()
             } catch  where error.code == .conflict && attempt <= Self.conflictRetries {
+                conflicts.add(1, ordering: .relaxed)
                 continue
             }
         }

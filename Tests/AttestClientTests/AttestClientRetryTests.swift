@@ -84,19 +84,28 @@ struct AttestClientRetryTests {
         let world = try ClientWorld { $0.challengePerIntegration = RateLimit(perSecond: 0.5, burst: 1) }
         let client = world.client(device: try world.device(), keyStore: world.keyStore())
         _ = try await client.token()
+        // The node's rate limiter counts whole seconds: however long the first call took, a
+        // challenge of our own empties the bucket just before each call that must meet it full.
+        let raw = try RawHTTPClient(port: world.port)
+        let payload = #"{"client_id":"\#(world.integration.clientID)"}"#
+        _ = try raw.postJSON("/v1/challenge", payload)
+        var refused = try world.requests("challenge", status: 429)
         let start = ContinuousClock.now
         _ = try await client.token(forcingRefresh: true)  // its challenge is over the rate at first
         #expect(seconds(since: start) >= 1)
-        #expect(try world.requests("challenge", status: 429) >= 1)
+        #expect(try world.requests("challenge", status: 429) > refused)
         #expect(try world.requests("token", status: 200) == 1)
 
         let impatient = world.client(device: try world.device(), keyStore: world.keyStore(), retryBudget: 0.5)
+        _ = try raw.postJSON("/v1/challenge", payload)
+        refused = try world.requests("challenge", status: 429)
         await #expect {
             try await impatient.token()
         } throws: { error in
             guard case .rateLimited(let retryAfter?) = error as? AttestClientError else { return false }
             return retryAfter >= 1
         }
+        #expect(try world.requests("challenge", status: 429) > refused)
     }
 
     @Test("503 storage_unavailable honours Retry-After: the call succeeds once attestd's database is free again")
@@ -105,7 +114,8 @@ struct AttestClientRetryTests {
         let client = world.client(device: try world.device(), keyStore: world.keyStore())
         let locked = DispatchSemaphore(value: 0)
         let path = world.sqliteFile.path
-        // Another writer holds SQLite's write lock for 1.5 s (attestctl mid-transaction, or a backup).
+        // Another writer holds SQLite's write lock (attestctl mid-transaction, or a backup) until
+        // attestd has refused a challenge for it, and 0.5 s more (20 s at most).
         let holder = Thread {
             guard let database = try? SQLiteDatabase(path: path, create: false) else {
                 locked.signal()
@@ -113,7 +123,11 @@ struct AttestClientRetryTests {
             }
             _ = try? database.immediateTransaction {
                 locked.signal()
-                Thread.sleep(forTimeInterval: 1.5)
+                let deadline = ContinuousClock.now + .seconds(20)
+                while (try? world.requests("challenge", status: 503)) ?? 0 == 0, ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+                Thread.sleep(forTimeInterval: 0.5)
             }
         }
         holder.start()

@@ -1,5 +1,6 @@
 import AttestTesting
 import Dispatch
+import Foundation
 import Glibc
 import Testing
 
@@ -50,16 +51,21 @@ struct HTTPServerLifecycleTests {
 
     @Test("lets an in-flight request finish when stopped from another thread")
     func stopDrains() throws {
-        // One second of work: long enough that stop(), started from another thread, is under way
+        // Two seconds of work: long enough that stop(), started from another thread, is under way
         // before the answer is queued even on a loaded machine.
-        let responder = RecordingResponder(delayMicroseconds: 1_000_000)
+        let responder = RecordingResponder(delayMicroseconds: 2_000_000)
         let server = try startServer(responder)
         let client = try RawHTTPClient(port: server.port)
         try client.sendGET()
         #expect(eventually { responder.requests.count == 1 })
         let stopped = DispatchGroup()
         let stopStarted = ContinuousClock.now
-        DispatchQueue.global().async(group: stopped) { server.stop() }
+        // A thread of its own: Dispatch's global queue may be busy with other tests' work.
+        stopped.enter()
+        Thread {
+            server.stop()
+            stopped.leave()
+        }.start()
         let response = try client.receiveResponse()
         stopped.wait()
         let stopDuration = ContinuousClock.now - stopStarted

@@ -151,15 +151,18 @@ struct RequestDeadlineTests {
     @Test("a kept-alive connection gets a fresh deadline for each request")
     func keepAlive() throws {
         let responder = RecordingResponder()
-        let server = try startServer(responder) { $0.requestDeadlineSeconds = 1 }
+        let server = try startServer(responder) { $0.requestDeadlineSeconds = 2 }
         defer { server.stop() }
         let client = try RawHTTPClient(port: server.port)
-        for index in 0..<3 {
+        let opened = ContinuousClock.now
+        for index in 0..<6 {
             try client.sendGET("/k\(index)")
             #expect(try client.receiveResponse().status == 200)
-            usleep(700_000)  // 0.7 s idle between requests, 2.1 s on the connection in all
+            usleep(500_000)  // 0.5 s idle between requests (1.5 s from each deadline)
         }
-        #expect(responder.requests.count == 3)
+        // The connection outlived one deadline: each request had its own.
+        #expect(ContinuousClock.now - opened > .seconds(2))
+        #expect(responder.requests.count == 6)
     }
 }
 
@@ -206,6 +209,9 @@ struct PerAddressCapTests {
         defer { server.stop() }
         let first = try RawHTTPClient(port: server.port)
         try first.send("GET /held HTTP/1.1\r\nHost: x\r\n")
+        // Counted before the second connects: two connections accepted on two of the server's
+        // threads may be counted in either order, and the one counted second is over the cap.
+        #expect(eventually { server.context.addresses.openCount("127.0.0.1") == 1 })
         let second = try RawHTTPClient(port: server.port)  // over the cap: kept until its first request
         #expect(eventually { server.context.addresses.openCount("127.0.0.1") == 2 })
         let third = try RawHTTPClient(port: server.port)

@@ -10,18 +10,23 @@ import Testing
 /// stopped answering holds no worker, so nothing else would bound its client's wait.
 @Suite("Router: the deadline of answers given later")
 struct AnswerDeadlineTests {
-    /// A router whose `/never` route never answers and whose `/late` route answers after 600 ms,
-    /// with a deadline of 300 ms; `late` says when the late answer has been given.
-    static func router(late: DispatchSemaphore) -> Router {
+    /// The answers `/late` has not given yet: given when the test says, so a late answer comes
+    /// after the deadline's 503 whatever the machine's load.
+    final class HeldAnswers: Sendable {
+        private let answers = Mutex<[@Sendable () -> Void]>([])
+        func hold(_ answer: @escaping @Sendable () -> Void) { answers.withLock { $0.append(answer) } }
+        func giveAll() { for answer in answers.withLock({ $0 }) { answer() } }
+    }
+
+    /// A router whose `/never` route never answers and whose `/late` route answers when the test
+    /// gives `late`'s answers, with a deadline of 300 ms.
+    static func router(late: HeldAnswers = HeldAnswers()) -> Router {
         let builder = RouterBuilder()
         builder.root.add("GET", "/never", name: "never", .later { _, _ throws(Problem) in })
         builder.root.add(
             "GET", "/late", name: "late",
             .later { _, reply throws(Problem) in
-                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(600)) {
-                    reply { _ throws(Problem) in HTTPResponse(status: 200) }
-                    late.signal()
-                }
+                late.hold { reply { _ throws(Problem) in HTTPResponse(status: 200) } }
             })
         builder.root.add(
             "GET", "/soon", name: "soon", .later { _, reply throws(Problem) in reply { _ throws(Problem) in HTTPResponse(status: 200) } })
@@ -44,7 +49,7 @@ struct AnswerDeadlineTests {
 
     @Test("an answer that has not come by the deadline is 503 storage_unavailable with Retry-After")
     func expires() {
-        let router = Self.router(late: DispatchSemaphore(value: 0))
+        let router = Self.router()
         let started = ContinuousClock.now
         guard let response = Self.respond(router, HTTPRequest(method: "GET", path: "/never"), within: 5) else {
             Issue.record("no answer within 5 s")
@@ -60,10 +65,10 @@ struct AnswerDeadlineTests {
 
     @Test("the route's answer after the deadline changes nothing; answers in time leave no deadline pending")
     func lateAndTimelyAnswers() {
-        let late = DispatchSemaphore(value: 0)
+        let late = HeldAnswers()
         let router = Self.router(late: late)
         #expect(Self.respond(router, HTTPRequest(method: "GET", path: "/late"), within: 5)?.status == 503)
-        late.wait()
+        late.giveAll()
         for _ in 0..<100 { #expect(router.respond(to: HTTPRequest(method: "GET", path: "/soon")).status == 200) }
         #expect(router.answerDeadlines.pendingCount == 0)
     }

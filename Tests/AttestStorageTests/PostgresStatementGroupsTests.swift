@@ -148,11 +148,13 @@ struct PostgresStatementGroupsTests {
         let lookups = Lookups(run: table.run)
         let hold = DispatchSemaphore(value: 0)
         let busy = 16
-        for _ in 0..<busy { DispatchQueue.global().async { _ = hold.wait(timeout: .now() + 5) } }
+        // Held far longer than the answer may take (released at once by the defer): a sender on
+        // the global queue would wait behind all sixteen, while Dispatch adds threads slowly.
+        for _ in 0..<busy { DispatchQueue.global().async { _ = hold.wait(timeout: .now() + 30) } }
         defer { for _ in 0..<busy { hold.signal() } }
         let answered = DispatchSemaphore(value: 0)
         lookups.submit(Self.token(1).tokenHash) { _ in answered.signal() }
-        #expect(answered.wait(timeout: .now() + 0.2) == .success, "the lookup waited for a thread of the global queue")
+        #expect(answered.wait(timeout: .now() + 5) == .success, "the lookup waited for a thread of the global queue")
     }
 
     @Test("token lookups in one statement: each caller's own time decides expiry, and a hash asked twice is answered twice")
