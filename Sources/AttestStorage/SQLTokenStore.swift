@@ -27,6 +27,9 @@ package protocol SQLTokenStore: TokenStore {
     /// Runs `body` as `work` on a session of this store's database.
     @discardableResult
     func perform<T: Sendable>(_ work: SQLWork, _ body: (any SQLSession) throws(StorageError) -> T) throws(StorageError) -> T
+
+    /// Rows one purge transaction deletes at most (`purgeExpired`).
+    static var purgeBatch: Int { get }
 }
 
 /// The statements of the shared operations, written once (`?` placeholders; see `SQLStatement`).
