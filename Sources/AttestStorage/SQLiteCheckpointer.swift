@@ -14,17 +14,29 @@ import Synchronization
 /// beside it, and the log restarts from its beginning at the first write after a checkpoint
 /// that copied all of it, as before.
 ///
+/// Under writes that never pause, a checkpoint beside them never copies all of the log (new
+/// frames arrive while it runs), so the log would not restart and each checkpoint would flush the
+/// database file again for a few frames: refreshes on one core ran at two thirds of their rate
+/// with the automatic checkpoint (docs/BENCHMARKS.md). Past four times the threshold the commit
+/// that finds the log that long checkpoints it itself, as SQLite did: most of the log is copied
+/// by then, so that checkpoint is short, and the log restarts at the next write.
+///
 /// Durability is the same: a commit is durable once its frames are in the flushed log, and the
 /// checkpoint flushes the database file before it marks frames copied.
 final class SQLiteCheckpointer: Sendable {
     /// The log's size in pages that starts a checkpoint: SQLite's own default
     /// (`wal_autocheckpoint`).
     static let threshold = 1_000
+    /// The log's size in pages past which the committing thread checkpoints it itself.
+    static let writerThreshold = 4 * threshold
 
     private let connection: SQLiteTokenStore.Connection
     private let queue = DispatchQueue(label: "attestd.sqlite.checkpoint", qos: .utility)
     /// True from a checkpoint's scheduling until it starts: commits in between add none.
     private let scheduled = Atomic<Bool>(false)
+    /// The log's pages when the last checkpoint was scheduled: the next waits for as many more.
+    /// Read and written only by the writer's commits, one at a time.
+    private let scheduledAt = Atomic<Int>(0)
     private let completed = Atomic<Int>(0)
 
     /// Opens the checkpoint's own connection to the database at `path` (which exists).
@@ -34,15 +46,23 @@ final class SQLiteCheckpointer: Sendable {
 
     /// Installs the checkpointer in place of `writer`'s automatic checkpoint.
     func attach(to writer: SQLiteDatabase) {
-        writer.onCommit { [weak self] pages in self?.logGrew(to: pages) }
+        writer.onCommit { [weak self] pages in
+            self?.logGrew(to: pages)
+            return pages >= Self.writerThreshold
+        }
     }
 
-    /// A commit left `pages` pages in the log: past the threshold, one checkpoint is scheduled
-    /// unless one is already waiting to start (the commit's thread only flips a flag).
+    /// A commit left `pages` pages in the log: each time it has grown by the threshold, one
+    /// checkpoint is scheduled unless one is already waiting to start (the commit's thread only
+    /// flips a flag). A checkpoint after every commit would flush the database file for a few
+    /// frames each time.
     func logGrew(to pages: Int) {
-        guard pages >= Self.threshold,
+        // A shorter log than at the last scheduling: it restarted.
+        if pages < scheduledAt.load(ordering: .relaxed) { scheduledAt.store(0, ordering: .relaxed) }
+        guard pages - scheduledAt.load(ordering: .relaxed) >= Self.threshold,
             scheduled.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
+        scheduledAt.store(pages, ordering: .relaxed)
         queue.async { [weak self] in
             guard let self else { return }
             scheduled.store(false, ordering: .releasing)

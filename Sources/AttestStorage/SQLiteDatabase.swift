@@ -198,15 +198,20 @@ package final class SQLiteDatabase {
     // MARK: Checkpoints
 
     /// Calls `body` after each commit on this connection with the number of pages in the
-    /// write-ahead log (`sqlite3_wal_hook`). It replaces SQLite's automatic checkpoint, which
-    /// ran on the committing thread: `body` must only note the number and return.
-    func onCommit(_ body: @escaping @Sendable (Int) -> Void) {
+    /// write-ahead log (`sqlite3_wal_hook`), in place of SQLite's automatic checkpoint: when
+    /// `body` answers true, a passive checkpoint runs here, on the committing thread, as the
+    /// automatic one did; otherwise `body` must only note the number and return.
+    func onCommit(_ body: @escaping @Sendable (Int) -> Bool) {
         let hook = Unmanaged.passRetained(CommitHook(body))
         _ = sqlite3_wal_hook(
             handle,
-            { context, _, _, pages in
+            { context, connection, _, pages in
                 guard let context else { return SQLITE_OK }
-                Unmanaged<CommitHook>.fromOpaque(context).takeUnretainedValue().body(Int(pages))
+                if Unmanaged<CommitHook>.fromOpaque(context).takeUnretainedValue().body(Int(pages)) {
+                    // As SQLite's own hook: a failure (another connection checkpointing) leaves
+                    // the log as it is, and the commit has happened either way.
+                    _ = sqlite3_wal_checkpoint_v2(connection, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+                }
                 return SQLITE_OK
             }, hook.toOpaque())
         commitHook?.release()
@@ -330,6 +335,6 @@ package final class SQLiteDatabase {
 
 /// The closure behind a connection's commit hook (`SQLiteDatabase.onCommit`).
 final class CommitHook: Sendable {
-    let body: @Sendable (Int) -> Void
-    init(_ body: @escaping @Sendable (Int) -> Void) { self.body = body }
+    let body: @Sendable (Int) -> Bool
+    init(_ body: @escaping @Sendable (Int) -> Bool) { self.body = body }
 }
