@@ -16,8 +16,9 @@ import Synchronization
 ///
 /// Under writes that never pause, a checkpoint beside them never copies all of the log (new
 /// frames arrive while it runs), so the log would not restart and each checkpoint would flush the
-/// database file again for a few frames: refreshes on one core ran at two thirds of their rate
-/// with the automatic checkpoint (docs/BENCHMARKS.md). Past four times the threshold the commit
+/// database file again for a few frames: refreshes on one core ran at 0.59-0.71 of their rate
+/// with SQLite's automatic checkpoint (docs/BENCHMARKS.md). So one checkpoint is scheduled per
+/// threshold of growth, and past four times the threshold the commit
 /// that finds the log that long checkpoints it itself, as SQLite did: most of the log is copied
 /// by then, so that checkpoint is short, and the log restarts at the next write.
 ///
@@ -67,7 +68,7 @@ final class SQLiteCheckpointer: Sendable {
             guard let self else { return }
             scheduled.store(false, ordering: .releasing)
             // A failure changes nothing (SQLite's automatic checkpoint ignores it too): the log
-            // keeps its frames, and the next commit past the threshold tries again.
+            // keeps its frames for the next checkpoint, here or the writer's own.
             if (try? connection.use({ database throws(StorageError) in try database.checkpointPassively() })) != nil {
                 completed.add(1, ordering: .relaxed)
             }
