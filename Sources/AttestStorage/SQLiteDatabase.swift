@@ -220,13 +220,10 @@ package final class SQLiteDatabase {
 
     /// A passive checkpoint (`sqlite3_wal_checkpoint_v2`, `SQLITE_CHECKPOINT_PASSIVE`): copies
     /// into the database file what of the log no reader still needs, without waiting for any
-    /// lock or blocking any writer. Returns the log's frames and how many of them are copied.
-    func checkpointPassively() throws(StorageError) -> (logFrames: Int, copied: Int) {
-        var logFrames: Int32 = 0
-        var copied: Int32 = 0
-        let result = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, &logFrames, &copied)
+    /// lock or blocking any writer.
+    func checkpointPassively() throws(StorageError) {
+        let result = sqlite3_wal_checkpoint_v2(handle, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
         guard result == SQLITE_OK else { throw .sqlite(result, "checkpoint", connection: handle) }
-        return (Int(logFrames), Int(copied))
     }
 
     // MARK: Transactions

@@ -42,37 +42,36 @@ package final class SQLiteTokenStore: SQLTokenStore {
     /// Opens (creating) the database, checks its integrity, and applies the embedded migrations.
     /// Throws `corrupt`, `migrationUnknown` (a newer binary wrote it) or an I/O code: the caller
     /// must refuse to start.
-    package init(
+    package convenience init(
         path: String, readerCount: Int = 2, busyTimeout: Duration = .milliseconds(2000), migrateAt time: Int64,
         report: MigrationReport? = nil
     ) throws(StorageError) {
-        self.path = path
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
         try database.cheapCheck()
         _ = try Migrator(report: report).migrate(database, at: time)
-        lookups = SQLiteChangeStamp(database).map { TokenLookupCache(stamps: $0) }
-        checkpointer = try SQLiteCheckpointer(path: path, busyTimeout: busyTimeout)
-        checkpointer.attach(to: database)
-        writer = Connection(database)
-        commits = SQLiteGroupCommit(writer: writer)
-        var readers: [Connection] = []
-        for _ in 0..<max(1, readerCount) {
-            readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout)))
-        }
-        self.readers = readers
+        try self.init(writing: database, path: path, readerCount: readerCount, busyTimeout: busyTimeout, create: true)
     }
 
     /// Opens an existing database without creating or migrating it (attestctl): `missing` when
     /// there is no file at `path`, `schemaBehind` or `migrationUnknown` when its schema is not
     /// exactly this binary's.
-    package init(existingAt path: String, readerCount: Int = 1, busyTimeout: Duration = .milliseconds(5000)) throws(StorageError) {
-        self.path = path
+    package convenience init(existingAt path: String, readerCount: Int = 1, busyTimeout: Duration = .milliseconds(5000))
+        throws(StorageError)
+    {
         guard FileSize.exists(path) else {
             throw .missing("there is no database at \(path); attestd creates it when it first starts (check --db or ATTESTD_DB)")
         }
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)
         try database.cheapCheck()
         try Migrator().requireCurrent(database)
+        try self.init(writing: database, path: path, readerCount: readerCount, busyTimeout: busyTimeout, create: false)
+    }
+
+    /// The store around `database`, checked and at this binary's schema: its writer, with the
+    /// lookups' cache, the checkpointer and `readerCount` readers beside it.
+    private init(writing database: SQLiteDatabase, path: String, readerCount: Int, busyTimeout: Duration, create: Bool) throws(StorageError)
+    {
+        self.path = path
         lookups = SQLiteChangeStamp(database).map { TokenLookupCache(stamps: $0) }
         checkpointer = try SQLiteCheckpointer(path: path, busyTimeout: busyTimeout)
         checkpointer.attach(to: database)
@@ -80,7 +79,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
         commits = SQLiteGroupCommit(writer: writer)
         var readers: [Connection] = []
         for _ in 0..<max(1, readerCount) {
-            readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)))
+            readers.append(Connection(try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: create)))
         }
         self.readers = readers
     }
