@@ -14,12 +14,13 @@ enum MediaType: String {
 enum RequestDecoding {
     /// The body after the one content-type check: its media type (parameters ignored) must be `type`.
     static func requireContentType(_ request: HTTPRequest, _ type: MediaType) throws(Problem) {
-        // Optional whitespace is spaces and tabs (RFC 9110 section 5.6.3), trimmed without
-        // Foundation, whose CharacterSet trimming cost introspect 9 % of its CPU.
-        let mediaType = request.header("Content-Type")?.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingASCIISpaces().lowercased()
-        }
-        guard mediaType == type.rawValue else {
+        // Optional whitespace is spaces and tabs (RFC 9110 section 5.6.3). Compared byte by byte,
+        // without Foundation or a lowercased copy: introspection runs this on every request, and
+        // CharacterSet trimming once cost it 9 % of its CPU, grapheme breaking later 4 %.
+        guard let value = request.header("Content-Type"),
+            value[..<(value.utf8.firstIndex(of: UInt8(ascii: ";")) ?? value.endIndex)].trimmingASCIISpaces()
+                .equalsHeaderName(type.rawValue)
+        else {
             throw Problem(.unsupportedMediaType, .contentType, "send Content-Type: \(type.rawValue)")
         }
     }

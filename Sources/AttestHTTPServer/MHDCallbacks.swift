@@ -220,11 +220,18 @@ private func declaredBodyLengthExceeds(_ limit: Int, headers: [HTTPHeader]) -> B
 extension StringProtocol {
     /// Without the spaces and tabs around it: HTTP's optional whitespace (RFC 9110 section 5.6.3).
     package func trimmingASCIISpaces() -> SubSequence {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
-            return self[endIndex...]
+        // Byte by byte: a search by Character breaks graphemes, which cost introspect 4 % of its
+        // CPU in its Content-Type check. Spaces and tabs are single bytes, so both ends fall on
+        // scalar boundaries.
+        let bytes = utf8
+        var first: Index?
+        var end = endIndex
+        for index in bytes.indices where bytes[index] != 0x20 && bytes[index] != 0x09 {
+            if first == nil { first = index }
+            end = bytes.index(after: index)
         }
-        return self[first...last]
+        guard let first else { return self[endIndex...] }
+        return self[first..<end]
     }
 }
 

@@ -5,22 +5,34 @@ import Synchronization
 /// purge tick: beyond the tolerance the node refuses to serve (503 `clock_skew`, readiness too)
 /// and does not purge, rather than take decisions about shared rows on a wrong clock.
 final class ClockCheck: Sendable {
-    /// The last measurement: the database's clock minus this node's, seconds; nil when the store
-    /// has no other clock (SQLite) or nothing was measured yet.
-    private let measured = Mutex<Double?>(nil)
+    /// The last measurement's bits: the database's clock minus this node's, seconds; `unmeasured`
+    /// when the store has no other clock (SQLite) or nothing was measured yet.
+    ///
+    /// Why an atomic: every request reads it (`requireAgreeingClock`), and a lock taken by every
+    /// worker for it made them queue: with 8 workers on 2 cores, 11 % of introspection's CPU was
+    /// spent waiting for that lock (docs/BENCHMARKS.md).
+    private let measured = Atomic<UInt64>(ClockCheck.unmeasured)
 
-    var skew: Double? { measured.withLock { $0 } }
+    /// A NaN no measurement produces (`database - (before + after) / 2` of finite times).
+    private static let unmeasured = Double(nan: 0x2_5EED, signaling: false).bitPattern
+
+    var skew: Double? {
+        let bits = measured.load(ordering: .acquiring)
+        return bits == Self.unmeasured ? nil : Double(bitPattern: bits)
+    }
+
+    private func record(_ skew: Double?) { measured.store(skew.map(\.bitPattern) ?? Self.unmeasured, ordering: .releasing) }
 
     /// Measures the skew: the database's time against the middle of this node's round trip.
     func measure(store: any StoreMaintenance, clock: any WallClock) throws(StorageError) -> Double? {
         let before = clock.preciseNow()
         guard let database = try store.databaseTime() else {
-            measured.withLock { $0 = nil }
+            record(nil)
             return nil
         }
         let after = clock.preciseNow()
         let skew = database - (before + after) / 2
-        measured.withLock { $0 = skew }
+        record(skew)
         return skew
     }
 }
