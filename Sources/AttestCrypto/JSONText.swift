@@ -60,6 +60,8 @@ package enum JSONText {
     /// Foundation's encoder prints).
     package static func render(_ value: JSONValue, pretty: Bool = false) -> String {
         var out = ""
+        // Room for an API answer (introspection's is 162 bytes), so it is not regrown as it is built.
+        out.reserveCapacity(256)
         write(value, to: &out, pretty: pretty, depth: 0)
         return out
     }

@@ -11,32 +11,54 @@ package final class GatewaySecrets: Sendable {
         package let description: String
     }
 
+    /// One file's secrets, never changed once read.
+    private final class Secrets: Sendable {
+        let values: [[UInt8]]
+        init(_ values: [[UInt8]]) { self.values = values }
+    }
+
     /// The file the secrets come from.
     package let file: String
-    private let secrets: Mutex<[[UInt8]]>
+    /// The secrets in force, read by every introspection and revocation without a lock.
+    ///
+    /// Why not a lock: every gateway check takes it, and with 8 workers on 2 cores a lock here
+    /// was 10 % of introspection's CPU, spent waiting (docs/BENCHMARKS.md). A reload publishes a
+    /// new `Secrets`; the ones it replaced stay in `published`, so a check that loaded one a
+    /// moment before still reads live memory. They are a few hundred bytes per reload (SIGHUP).
+    private let current: Atomic<Unmanaged<Secrets>>
+    /// Every `Secrets` published, kept alive for as long as this object.
+    private let published: Mutex<[Secrets]>
 
     /// Reads `file`; throws when it is missing, unreadable or holds no valid secret.
     package init(file: String) throws(FileError) {
         self.file = file
-        secrets = Mutex(try Self.read(file))
+        let first = Secrets(try Self.read(file))
+        published = Mutex([first])
+        current = Atomic(Unmanaged.passUnretained(first))
     }
 
     /// How many secrets are accepted now.
-    package var count: Int { secrets.withLock { $0.count } }
+    package var count: Int { inForce.values.count }
+
+    /// The secrets published last.
+    private var inForce: Secrets { current.load(ordering: .acquiring).takeUnretainedValue() }
 
     /// Re-reads the file; on any error the secrets in force stay as they were. Returns how many now.
     @discardableResult
     package func reload() throws(FileError) -> Int {
-        let fresh = try Self.read(file)
-        secrets.withLock { $0 = fresh }
-        return fresh.count
+        let fresh = Secrets(try Self.read(file))
+        published.withLock { published in
+            published.append(fresh)
+            current.store(Unmanaged.passUnretained(fresh), ordering: .releasing)
+        }
+        return fresh.values.count
     }
 
     /// Whether `presented` is one of the secrets. Every secret is compared, in constant time each,
     /// so the answer's timing says nothing about which one (or how much of one) matched.
     package func accepts(_ presented: String) -> Bool {
         let bytes = Array(presented.utf8)
-        return secrets.withLock { secrets in secrets.reduce(false) { found, secret in ConstantTime.equals(bytes, secret) || found } }
+        return inForce.values.reduce(false) { found, secret in ConstantTime.equals(bytes, secret) || found }
     }
 
     /// The non-empty, non-comment lines of `file`, each at least 16 characters.

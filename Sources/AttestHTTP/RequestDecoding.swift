@@ -19,7 +19,7 @@ enum RequestDecoding {
         // CharacterSet trimming once cost it 9 % of its CPU, grapheme breaking later 4 %.
         guard let value = request.header("Content-Type"),
             value[..<(value.utf8.firstIndex(of: UInt8(ascii: ";")) ?? value.endIndex)].trimmingASCIISpaces()
-                .equalsHeaderName(type.rawValue)
+                .equalsIgnoringASCIICase(type.rawValue)
         else {
             throw Problem(.unsupportedMediaType, .contentType, "send Content-Type: \(type.rawValue)")
         }

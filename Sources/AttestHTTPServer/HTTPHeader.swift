@@ -9,10 +9,9 @@ package struct HTTPHeader: Sendable, Hashable {
     package init(name: String, value: String) { (self.name, self.value) = (name, value) }
 }
 
-extension StringProtocol {
-    /// ASCII case-insensitive equality, as HTTP field names and media types require (no Unicode
-    /// folding), byte by byte: nothing is allocated.
-    package func equalsHeaderName(_ other: some StringProtocol) -> Bool {
+extension String {
+    /// ASCII case-insensitive equality, as HTTP field names require (no Unicode folding).
+    func equalsHeaderName(_ other: String) -> Bool {
         let lhs = utf8
         let rhs = other.utf8
         guard lhs.count == rhs.count else { return false }
