@@ -451,10 +451,12 @@ def main():
         return insert
 
     def expiring_pg(client_id, expires_at):
-        sql = ("INSERT INTO devices (%(dc)s) VALUES (sha256('purge'::bytea), '%(c)s', "
+        # The device's key and the tokens' hashes are derived from the integration's client ID:
+        # the purge and its reference insert a set each, into one database.
+        sql = ("INSERT INTO devices (%(dc)s) VALUES (sha256(convert_to('purge %(c)s', 'UTF8')), '%(c)s', "
                "'\\x04'::bytea || sha256('a'::bytea) || sha256('b'::bytea), 0, 'production', ''::bytea, 'active', 0, 0); "
-               "INSERT INTO tokens (%(tc)s) SELECT sha256(int8send(i) || '\\x70'::bytea), '%(c)s', 'ws_bench', "
-               "sha256('purge'::bytea), 'messages', %(e)d - 3600, %(e)d FROM generate_series(1, 100000) i;"
+               "INSERT INTO tokens (%(tc)s) SELECT sha256(int8send(i) || convert_to('%(c)s', 'UTF8')), '%(c)s', 'ws_bench', "
+               "sha256(convert_to('purge %(c)s', 'UTF8')), 'messages', %(e)d - 3600, %(e)d FROM generate_series(1, 100000) i;"
                % {"c": client_id, "e": expires_at, "dc": DEVICE_COLUMNS, "tc": TOKEN_COLUMNS})
         subprocess.run(["bash", "-c", admin + 'attestd_psql_admin attestd "$0"', sql], cwd=ROOT, check=True, timeout=600,
                        stdout=subprocess.DEVNULL)
