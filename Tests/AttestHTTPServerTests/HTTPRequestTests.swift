@@ -36,4 +36,26 @@ struct HTTPRequestTests {
         #expect(request.path == path)
         #expect(request.query == query)
     }
+
+    @Test(
+        "trims only spaces and tabs, byte by byte, keeping a multi-byte character at either end whole",
+        arguments: [
+            (" \tapplication/json \t", "application/json"), ("chunked", "chunked"), ("   ", ""), ("", ""),
+            (" é ", "é"), ("\u{A0}json\u{A0}", "\u{A0}json\u{A0}"), (" a b ", "a b"), ("\n x \n", "\n x \n"),
+        ] as [(String, String)])
+    func trimming(value: String, trimmed: String) {
+        #expect(String(value.trimmingASCIISpaces()) == trimmed)
+        #expect(String(value[...].trimmingASCIISpaces()) == trimmed)
+    }
+
+    @Test(
+        "compares ASCII case-insensitively, and nothing else: no Unicode folding, no prefix",
+        arguments: [
+            ("Application/JSON", "application/json", true), ("CHUNKED", "chunked", true), ("chunked", "CHUNKED", true),
+            ("application/jsonx", "application/json", false), ("application/jso", "application/json", false),
+            ("chun\u{212A}ed", "chunked", false), ("application/json", "application/json", true), ("", "", true),
+        ] as [(String, String, Bool)])
+    func caseInsensitiveEquality(lhs: String, rhs: String, equal: Bool) {
+        #expect(lhs[...].equalsIgnoringASCIICase(rhs) == equal)
+    }
 }
