@@ -217,37 +217,6 @@ private func declaredBodyLengthExceeds(_ limit: Int, headers: [HTTPHeader]) -> B
     }
 }
 
-extension Substring {
-    /// Without the spaces and tabs around it: HTTP's optional whitespace (RFC 9110 section 5.6.3).
-    ///
-    /// Byte by byte, and on concrete types (a generic version was not specialised across
-    /// modules): a search by Character breaks graphemes, which cost introspect 4 % of its CPU in
-    /// its Content-Type check. Spaces and tabs are single bytes, so both ends fall on scalar
-    /// boundaries.
-    package func trimmingASCIISpaces() -> Substring {
-        let bytes = utf8
-        guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
-            let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })
-        else { return self[endIndex...] }
-        return self[first..<bytes.index(after: last)]
-    }
-
-    /// Whether it equals `other` ASCII case-insensitively (media types, RFC 9110 section 8.3.1),
-    /// without a lowercased copy.
-    package func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        let lhs = utf8
-        let rhs = other.utf8
-        guard lhs.count == rhs.count else { return false }
-        let lower = { (byte: UInt8) in (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
-        return zip(lhs, rhs).allSatisfy { lower($0) == lower($1) }
-    }
-}
-
-extension String {
-    /// `Substring.trimmingASCIISpaces` of the whole string.
-    package func trimmingASCIISpaces() -> Substring { self[...].trimmingASCIISpaces() }
-}
-
 /// 413 with `Connection: close`: after an early 413 MHD never reads the body, so the connection cannot be
 /// reused; after a dropped chunked body, closing is the cautious default towards a client that overshot.
 private func queuePayloadTooLarge(on connection: OpaquePointer) -> MHD_Result {
