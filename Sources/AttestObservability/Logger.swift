@@ -6,6 +6,13 @@ import Synchronization
 package protocol LogSink: Sendable {
     /// Writes one complete line (no trailing newline).
     func write(_ line: String)
+    /// Writes one line that may wait a moment to be written with others (a request's line).
+    func writeBatched(_ line: String)
+}
+
+extension LogSink {
+    /// Writes the line at once: only a buffering sink (`BlockBufferedSink`) holds lines.
+    package func writeBatched(_ line: String) { write(line) }
 }
 
 /// Hands each line to a closure (e.g. a tool's injected stderr).
@@ -15,19 +22,14 @@ package struct ClosureSink: LogSink {
     package func write(_ line: String) { body(line) }
 }
 
-/// Writes each line to standard error with one write(2) (unbuffered: nothing is lost in a crash).
+/// Writes each line to standard error with one write(2) (unbuffered: nothing is lost in a crash;
+/// attestd's own lines go through a `BlockBufferedSink`).
 package struct StandardErrorSink: LogSink {
     package init() {}
     package func write(_ line: String) {
-        var text = line + "\n"
-        text.withUTF8 { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(2, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-                guard written > 0 else { return }
-                offset += written
-            }
-        }
+        var text = line
+        text.append("\n")
+        text.withUTF8 { FileDescriptorOutput.writeAll(UnsafeRawBufferPointer($0), to: 2) }
     }
 }
 
@@ -113,7 +115,10 @@ package struct Logger: Sendable {
     ///
     /// Written directly: Foundation's date formatter and JSONSerialization cost about half of a
     /// request's CPU when they ran on every request.
-    package func log(_ level: LogLevel, _ message: String, fields: [(String, LogValue)]) {
+    ///
+    /// A `batched` line (a request's line, the access log) may wait a moment in a buffering sink
+    /// to be written with others; any other line is written at once.
+    package func log(_ level: LogLevel, _ message: String, fields: [(String, LogValue)], batched: Bool = false) {
         guard level >= minimumLevel else { return }
         var line = "{\"ts\":\""
         line.reserveCapacity(384)
@@ -134,7 +139,8 @@ package struct Logger: Sendable {
             }
         }
         line += fixedFields
-        sink.write(line + "}")
+        line += "}"
+        if batched { sink.writeBatched(line) } else { sink.write(line) }
     }
 }
 

@@ -17,7 +17,9 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let configuration = CommandLineEntry.parse(program: "attestd", usage: ServerConfiguration.usage, arguments: arguments) {
     arguments throws(UsageError) in try ServerConfiguration.parse(arguments, environment: ProcessInfo.processInfo.environment)
 }
-let logger = Logger(sink: StandardErrorSink(), minimumLevel: configuration.logLevel)
+// Request lines are written in blocks (at the latest a second later); every other line at once.
+let logSink = BlockBufferedSink()
+let logger = Logger(sink: logSink, minimumLevel: configuration.logLevel)
 
 // SIGTERM and SIGINT: stop accepting, finish in-flight requests, exit 0. Installed before the
 // server starts, so a signal is never lost to the default action. A parent may have started us
@@ -36,7 +38,9 @@ let signals = [SIGTERM, SIGINT].map { number in
         logger.log(.info, "signal received, draining", ["signal": .int(Int(number))])
         // Exit 1 when the database was not closed cleanly (a final checkpoint that failed on a
         // full disk): whoever stopped attestd must know the -wal file is still needed.
-        exit(running.withLock { $0 }?.stop() == false ? 1 : 0)
+        let stoppedCleanly = running.withLock { $0 }?.stop() != false
+        logSink.flush()
+        exit(stoppedCleanly ? 0 : 1)
     }
     source.resume()
     return source
@@ -59,6 +63,7 @@ do {
     running.withLock { $0 = server }
 } catch {
     logger.log(.error, "refusing to start", ["error": .string(error.description)])
+    logSink.flush()
     // 75 (EX_TEMPFAIL): worth a retry, the unit restarts it; 1: fix the configuration first.
     exit(error.isTransient ? 75 : 1)
 }

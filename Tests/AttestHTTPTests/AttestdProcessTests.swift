@@ -97,6 +97,21 @@ struct AttestdProcessTests {
         #expect(log.contains("draining"))
     }
 
+    @Test("writes request lines in blocks: a held line within a second or two while it runs, the rest when it stops")
+    func requestLinesReachTheLog() throws {
+        let directory = try temporaryDirectory()
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        let port = try #require(attestd.listeningPort())
+        let client = try RawHTTPClient(port: port)
+        #expect(try client.request("GET", "/no-such-route", headers: [("X-Request-Id", "while-running")]).status == 404)
+        #expect(attestd.logShows(#""request.id":"while-running""#, within: 5))
+        #expect(try client.request("GET", "/no-such-route", headers: [("X-Request-Id", "just-before-the-stop")]).status == 404)
+        attestd.process.terminate()  // SIGTERM
+        let (status, log) = attestd.finish()
+        #expect(status == 0)
+        #expect(log.contains(#""request.id":"just-before-the-stop""#))
+    }
+
     @Test("keeps serving across purge ticks (the purge timer once trapped on the wrong queue)")
     func survivesPurge() throws {
         let directory = try temporaryDirectory()

@@ -96,7 +96,8 @@ struct ObservedRequests: RouterMiddleware {
             guard let heldBack = repeated.admit("request \(context.routeName) \(response.status) \(log.outcome ?? "")") else { return }
             fields.append(("repeated", .int(heldBack)))
         }
-        logger.log(response.status >= 400 ? .warning : .info, "request", fields: fields)
+        // The access log: the line may wait a moment to be written with others (BlockBufferedSink).
+        logger.log(response.status >= 400 ? .warning : .info, "request", fields: fields, batched: true)
     }
 
     /// Whether this request's line is written: every failure is; successful gateway checks (the

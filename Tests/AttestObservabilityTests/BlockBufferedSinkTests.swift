@@ -1,0 +1,141 @@
+import AttestObservability
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("Log lines in blocks: request lines held per thread, every other line at once and in order")
+struct BlockBufferedSinkTests {
+    /// A temporary file the sink writes to, read back by path.
+    final class LogFile {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("sink-\(UUID().uuidString).log").path
+        let descriptor: Int32
+
+        init() { descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND, 0o600) }
+        deinit {
+            close(descriptor)
+            unlink(path)
+        }
+
+        var lines: [String] {
+            (try? String(contentsOfFile: path, encoding: .utf8)).map { $0.split(separator: "\n").map(String.init) } ?? []
+        }
+        var text: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+    }
+
+    @Test("a batched line is held until flush; then every line, each ending in a newline")
+    func heldUntilFlush() {
+        let file = LogFile()
+        let sink = BlockBufferedSink(descriptor: file.descriptor, interval: .seconds(3600))
+        sink.writeBatched(#"{"msg":"request","n":1}"#)
+        sink.writeBatched(#"{"msg":"request","n":2}"#)
+        #expect(file.text.isEmpty)
+        sink.flush()
+        #expect(file.text == "{\"msg\":\"request\",\"n\":1}\n{\"msg\":\"request\",\"n\":2}\n")
+        sink.flush()
+        #expect(file.lines.count == 2)
+    }
+
+    @Test("a line that is not batched is written at once, after the lines its thread held")
+    func immediateAfterHeld() {
+        let file = LogFile()
+        let sink = BlockBufferedSink(descriptor: file.descriptor, interval: .seconds(3600))
+        sink.writeBatched("held 1")
+        sink.writeBatched("held 2")
+        sink.write("at once")
+        #expect(file.lines == ["held 1", "held 2", "at once"])
+    }
+
+    @Test("a block is written when it reaches its capacity")
+    func fullBlockWritten() {
+        let file = LogFile()
+        let sink = BlockBufferedSink(descriptor: file.descriptor, capacity: 64, interval: .seconds(3600))
+        sink.writeBatched(String(repeating: "a", count: 40))
+        #expect(file.text.isEmpty)
+        sink.writeBatched(String(repeating: "b", count: 40))
+        #expect(file.lines == [String(repeating: "a", count: 40), String(repeating: "b", count: 40)])
+    }
+
+    @Test("the flusher writes held lines within its interval")
+    func flushedOnTick() {
+        let file = LogFile()
+        let sink = BlockBufferedSink(descriptor: file.descriptor, interval: .milliseconds(50))
+        sink.writeBatched("held")
+        let deadline = ContinuousClock.now + .seconds(5)
+        while file.lines.isEmpty, ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(file.lines == ["held"])
+        withExtendedLifetime(sink) {}
+    }
+
+    @Test("held lines are written when the sink goes away")
+    func flushedOnDeinit() {
+        let file = LogFile()
+        do {
+            let sink = BlockBufferedSink(descriptor: file.descriptor, interval: .seconds(3600))
+            sink.writeBatched("held")
+        }
+        #expect(file.lines == ["held"])
+    }
+
+    @Test("lines from many threads at once: each written exactly once, each thread's in order")
+    func concurrentWriters() async {
+        let file = LogFile()
+        let sink = BlockBufferedSink(descriptor: file.descriptor, capacity: 512, interval: .milliseconds(5))
+        let threads = 8
+        let perThread = 2_000
+        let done = DispatchGroup()
+        for thread in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                for number in 0..<perThread {
+                    if number % 100 == 99 { sink.write("\(thread) \(number)") } else { sink.writeBatched("\(thread) \(number)") }
+                }
+                done.leave()
+            }
+        }
+        done.wait()
+        sink.flush()
+        var next = [Int](repeating: 0, count: threads)
+        var inOrder = true
+        for line in file.lines {
+            let parts = line.split(separator: " ").compactMap { Int($0) }
+            guard parts.count == 2, parts[0] < threads else {
+                inOrder = false
+                continue
+            }
+            if parts[1] != next[parts[0]] { inOrder = false }
+            next[parts[0]] = parts[1] + 1
+        }
+        #expect(inOrder)
+        #expect(next == [Int](repeating: perThread, count: threads))
+        #expect(file.lines.count == threads * perThread)
+    }
+}
+
+@Suite("Logger: request lines may be batched, every other line is not")
+struct LoggerBatchingTests {
+    final class RecordingSink: LogSink {
+        let written = Mutex<[(line: String, batched: Bool)]>([])
+        func write(_ line: String) { written.withLock { $0.append((line, false)) } }
+        func writeBatched(_ line: String) { written.withLock { $0.append((line, true)) } }
+    }
+
+    @Test("a line logged as batched goes to writeBatched, any other to write; both are whole JSON objects")
+    func batchedGoesToWriteBatched() {
+        let sink = RecordingSink()
+        let logger = Logger(sink: sink)
+        logger.log(.info, "request", fields: [("status", .int(200))], batched: true)
+        logger.log(.info, "listening", fields: [])
+        let written = sink.written.withLock { $0 }
+        #expect(written.map(\.batched) == [true, false])
+        #expect(written.allSatisfy { $0.line.hasPrefix("{") && $0.line.hasSuffix("}") })
+        #expect(written[0].line.contains(#""status":200"#))
+    }
+
+    @Test("a sink that does not buffer writes batched lines at once")
+    func defaultWritesAtOnce() {
+        let lines = Mutex<[String]>([])
+        let logger = Logger(sink: ClosureSink { line in lines.withLock { $0.append(line) } })
+        logger.log(.info, "request", fields: [], batched: true)
+        #expect(lines.withLock { $0.count } == 1)
+    }
+}
