@@ -35,10 +35,15 @@ extension Substring {
     /// Whether it equals `other` ASCII case-insensitively (media types, RFC 9110 section 8.3.1),
     /// without a lowercased copy.
     package func equalsIgnoringASCIICase(_ other: String) -> Bool {
-        let lhs = utf8
-        let rhs = other.utf8
-        guard lhs.count == rhs.count else { return false }
-        let lower = { (byte: UInt8) in (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
-        return zip(lhs, rhs).allSatisfy { lower($0) == lower($1) }
+        guard utf8.count == other.utf8.count else { return false }
+        func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+        // Over both strings' own bytes when they have them (native strings do), without an iterator.
+        let contiguous = utf8.withContiguousStorageIfAvailable { lhs in
+            other.utf8.withContiguousStorageIfAvailable { rhs in
+                (0..<lhs.count).allSatisfy { lower(lhs[$0]) == lower(rhs[$0]) }
+            }
+        }
+        if let answer = contiguous ?? nil { return answer }
+        return zip(utf8, other.utf8).allSatisfy { lower($0) == lower($1) }
     }
 }

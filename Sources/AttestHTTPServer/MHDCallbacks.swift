@@ -159,12 +159,19 @@ func hasAmbiguousFraming(_ headers: [HTTPHeader]) -> Bool {
         if length.value.isEmpty || !length.value.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return true }
         if headers.contains(where: { $0.name.equalsHeaderName("Transfer-Encoding") }) { return true }
     }
-    return headers.contains { header in
-        header.name.isEmpty
-            || !header.name.utf8.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
-            }
+    return headers.contains { header in header.name.isEmpty || !header.name.utf8.allSatisfy(isTokenCharacter) }
+}
+
+/// Whether `byte` may appear in a field name (RFC 9110 section 5.6.2's `tchar`), without building
+/// an array of the punctuation for each byte as the check once did.
+private func isTokenCharacter(_ byte: UInt8) -> Bool {
+    switch byte {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+    case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+        UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+        UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+        true
+    default: false
     }
 }
 

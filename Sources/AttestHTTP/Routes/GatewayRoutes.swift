@@ -136,7 +136,7 @@ enum BearerCredential: Equatable {
             self = values.count == 1 ? .none : .malformed
             return
         }
-        guard values.count == 1, bytes.count > 7, bytes.count <= 512, Array(bytes)[6] == 0x20 else {
+        guard values.count == 1, bytes.count > 7, bytes.count <= 512, bytes.dropFirst(6).first == 0x20 else {
             self = .malformed
             return
         }
