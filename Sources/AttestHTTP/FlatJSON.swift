@@ -195,20 +195,31 @@ enum FlatJSON {
 
 /// `application/x-www-form-urlencoded` bodies (RFC 7662 introspection requests).
 enum FormBody {
-    /// The pairs, or nil for malformed encoding; duplicate names are refused (nil).
+    /// The pairs, or nil for malformed encoding (a pair without `=`, a bad `%` escape, text that is
+    /// not UTF-8); duplicate names are refused (nil). One pass over the body, and a field that needs
+    /// no decoding (introspection's `token=...`) is validated where it lies, not copied first.
     static func parse(_ bytes: [UInt8]) -> [String: String]? {
-        var fields: [String: String] = [:]
         guard !bytes.isEmpty else { return [:] }
-        for pair in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
-            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let name = decode(parts[0]), let value = decode(parts[1]) else { return nil }
+        var fields: [String: String] = [:]
+        var start = bytes.startIndex
+        while true {
+            let end = bytes[start...].firstIndex(of: UInt8(ascii: "&")) ?? bytes.endIndex
+            let pair = bytes[start..<end]
+            guard let equals = pair.firstIndex(of: UInt8(ascii: "=")), let name = decode(pair[..<equals]),
+                let value = decode(pair[(equals + 1)...])
+            else { return nil }
             guard fields.updateValue(value, forKey: name) == nil else { return nil }
+            guard end < bytes.endIndex else { return fields }
+            start = end + 1
         }
-        return fields
     }
 
     private static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
+        guard bytes.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else {
+            return String(validating: bytes, as: UTF8.self)
+        }
         var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]
