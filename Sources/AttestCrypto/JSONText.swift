@@ -1,5 +1,7 @@
-/// One JSON value to write. Members of an object keep the order they are given in.
-package indirect enum JSONValue: Sendable, Equatable {
+/// One JSON value to write. Members of an object keep the order they are given in. Not
+/// `indirect`: arrays and objects hold their elements in an array's storage already, and an
+/// indirect enum put every value, a string or a number too, in a heap box of its own.
+package enum JSONValue: Sendable, Equatable {
     case string(String)
     case integer(Int64)
     case number(Double)
@@ -59,7 +61,13 @@ package enum JSONText {
     /// `value` as JSON text: compact, or `pretty` (two-space indent, `"key" : value`, as
     /// Foundation's encoder prints).
     package static func render(_ value: JSONValue, pretty: Bool = false) -> String {
-        var out = ""
+        String(decoding: bytes(value, pretty: pretty), as: UTF8.self)
+    }
+
+    /// `value` as the UTF-8 bytes of its JSON text (an HTTP body). Built as bytes: appending to a
+    /// String checks its flags and capacity on every append, which was most of an answer's cost.
+    package static func bytes(_ value: JSONValue, pretty: Bool = false) -> [UInt8] {
+        var out: [UInt8] = []
         // Room for an API answer (introspection's is 162 bytes), so it is not regrown as it is built.
         out.reserveCapacity(256)
         write(value, to: &out, pretty: pretty, depth: 0)
@@ -73,9 +81,16 @@ package enum JSONText {
 
     /// Appends `value` as a JSON string literal.
     package static func appendString(_ value: String, to out: inout String) {
+        var bytes: [UInt8] = []
+        appendString(value, to: &bytes)
+        out += String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `value` as a JSON string literal, as UTF-8 bytes.
+    package static func appendString(_ value: String, to out: inout [UInt8]) {
         out += "\""
         // Fast path: nearly every value needs no escaping.
-        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C && $0 != 0x7F }) {
+        if needsNoEscaping(value) {
             out += value
             out += "\""
             return
@@ -90,13 +105,20 @@ package enum JSONText {
             case _ where scalar.value < 0x20 || scalar.value == 0x7F:
                 let hex = Hex.encode([UInt8(0), UInt8(scalar.value)])
                 out += "\\u" + hex
-            default: out.unicodeScalars.append(scalar)
+            default: out += String(scalar)
             }
         }
         out += "\""
     }
 
-    private static func write(_ value: JSONValue, to out: inout String, pretty: Bool, depth: Int) {
+    /// Whether `value` is written between the quotes as it is: no quote, backslash or control
+    /// character (checked over the string's own bytes).
+    private static func needsNoEscaping(_ value: String) -> Bool {
+        func plain(_ byte: UInt8) -> Bool { byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0x7F }
+        return value.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(plain) } ?? value.utf8.allSatisfy(plain)
+    }
+
+    private static func write(_ value: JSONValue, to out: inout [UInt8], pretty: Bool, depth: Int) {
         switch value {
         case .string(let text): appendString(text, to: &out)
         case .integer(let number): out += String(number)
@@ -117,8 +139,8 @@ package enum JSONText {
     }
 
     private static func writeContainer<Element>(
-        _ open: String, _ close: String, _ elements: [Element], to out: inout String, pretty: Bool, depth: Int,
-        _ element: (Element, inout String) -> Void
+        _ open: String, _ close: String, _ elements: [Element], to out: inout [UInt8], pretty: Bool, depth: Int,
+        _ element: (Element, inout [UInt8]) -> Void
     ) {
         out += open
         guard !elements.isEmpty else {
@@ -133,4 +155,9 @@ package enum JSONText {
         if pretty { out += "\n" + String(repeating: "  ", count: depth) }
         out += close
     }
+}
+
+extension [UInt8] {
+    /// Appends the UTF-8 bytes of `text` (the JSON writer's one way of adding text).
+    fileprivate static func += (bytes: inout [UInt8], text: String) { bytes.append(contentsOf: text.utf8) }
 }

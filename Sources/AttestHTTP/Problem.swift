@@ -188,7 +188,7 @@ enum HTTPStatus {
 /// (members in the given order).
 enum JSONBody {
     static func encode(_ members: [(String, any Sendable)]) -> [UInt8] {
-        Array(JSONText.object(members).utf8)
+        JSONText.bytes(.object(members))
     }
 
     static func response(_ members: [(String, any Sendable)], status: Int = 200, headers: [HTTPHeader] = []) -> HTTPResponse {
@@ -203,6 +203,6 @@ enum JSONBody {
             status: status,
             headers: [HTTPHeader(name: "Content-Type", value: "application/json"), HTTPHeader(name: "Cache-Control", value: "no-store")]
                 + headers,
-            body: Array(JSONText.render(object).utf8))
+            body: JSONText.bytes(object))
     }
 }

@@ -14,12 +14,13 @@ import Synchronization
 /// - `flush()` writes every block: call it before the process exits. A crash loses at most
 ///   `interval` of request lines.
 ///
-/// Blocks are kept per thread (picked by a hash of `pthread_self()`), so workers logging at once
-/// do not queue on one lock.
+/// Blocks are kept per thread (`ThreadOrdinal`), so workers logging at once do not queue on one
+/// lock: with blocks picked by a hash of the thread's ID, two of eight workers often shared one,
+/// and waiting for its lock cost as much as the `write`s saved.
 package final class BlockBufferedSink: LogSink {
     private final class Block: Sendable {
         let bytes: Mutex<[UInt8]>
-        init(capacity: Int) { bytes = Mutex(BlockBufferedSink.empty(capacity)) }
+        init() { bytes = Mutex([]) }
     }
 
     private let descriptor: Int32
@@ -34,7 +35,7 @@ package final class BlockBufferedSink: LogSink {
     package init(descriptor: Int32 = 2, capacity: Int = 64 * 1024, interval: Duration = .seconds(1)) {
         self.descriptor = descriptor
         self.capacity = max(1, capacity)
-        blocks = (0..<16).map { _ in Block(capacity: max(1, capacity)) }
+        blocks = (0..<32).map { _ in Block() }
         ticks = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attestd.log-flush"))
         let (seconds, attoseconds) = interval.components
         let nanoseconds = max(1_000_000, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
@@ -74,11 +75,8 @@ package final class BlockBufferedSink: LogSink {
         }
     }
 
-    /// The calling thread's block (a hash of its pthread_t, whose low bits are alike).
-    private var threadBlock: Block {
-        let hash = UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15
-        return blocks[Int(hash >> 60) % blocks.count]
-    }
+    /// The calling thread's block: its own while fewer than 32 threads have logged.
+    private var threadBlock: Block { blocks[ThreadOrdinal.current % blocks.count] }
 
     private static func append(_ line: String, to block: inout [UInt8]) {
         var line = line
@@ -98,6 +96,26 @@ package final class BlockBufferedSink: LogSink {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(capacity + 4096)
         return bytes
+    }
+}
+
+/// A small number for each thread, given at its first call in the order threads ask (0, 1, 2,
+/// ...), kept in a thread-specific value: it spreads per-thread state over shards without the
+/// collisions of hashing thread IDs.
+enum ThreadOrdinal {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+    private static let next = Atomic<Int>(1)
+
+    /// The calling thread's number, from 0.
+    static var current: Int {
+        if let stored = pthread_getspecific(key) { return Int(bitPattern: stored) - 1 }
+        let ordinal = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: ordinal))
+        return ordinal - 1
     }
 }
 

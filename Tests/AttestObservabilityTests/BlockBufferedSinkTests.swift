@@ -1,7 +1,8 @@
-import AttestObservability
 import Foundation
 import Synchronization
 import Testing
+
+@testable import AttestObservability
 
 @Suite("Log lines in blocks: request lines held per thread, every other line at once and in order")
 struct BlockBufferedSinkTests {
@@ -137,5 +138,31 @@ struct LoggerBatchingTests {
         let logger = Logger(sink: ClosureSink { line in lines.withLock { $0.append(line) } })
         logger.log(.info, "request", fields: [], batched: true)
         #expect(lines.withLock { $0.count } == 1)
+    }
+}
+
+@Suite("ThreadOrdinal: one number per thread, kept")
+struct ThreadOrdinalTests {
+    @Test("a thread keeps its number; threads at once get different numbers")
+    func distinctPerThread() {
+        let mine = ThreadOrdinal.current
+        #expect(ThreadOrdinal.current == mine)
+        let seen = Mutex<[Int]>([])
+        let started = DispatchGroup()
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<8 {
+            started.enter()
+            Thread.detachNewThread {
+                let first = ThreadOrdinal.current
+                seen.withLock { $0.append(first == ThreadOrdinal.current ? first : -1) }
+                started.leave()
+                release.wait()  // alive until all have asked, so no two are the same thread
+            }
+        }
+        started.wait()
+        for _ in 0..<8 { release.signal() }
+        let numbers = seen.withLock { $0 } + [mine]
+        #expect(!numbers.contains(-1))
+        #expect(Set(numbers).count == 9)
     }
 }
