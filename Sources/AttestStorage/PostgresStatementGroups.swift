@@ -22,6 +22,12 @@ import Synchronization
 /// them, left lookups unsent for half a second in RevocationUnderLoadTests.) `submit(_:)` waits for the
 /// answer, for callers that have nothing else to do.
 ///
+/// Requests wait in shards picked by the submitting thread, and the sender takes from every shard:
+/// with one queue and one lock, eight HTTP workers queued on it (5 % of authorize's CPU on
+/// PostgreSQL was spent waiting for that lock, docs/BENCHMARKS.md). Whether a sender runs is one
+/// atomic flag; a sender that finds nothing pending clears it and looks once more, so that a
+/// request queued meanwhile (whose submitter saw the flag still set) is never left unsent.
+///
 /// Under load the sender pauses briefly before taking the next group (`gatherPauseMicroseconds`,
 /// after a group of at least `gatherAfter` requests that was not full), so that more requests
 /// share the next statement, as PostgreSQL's own `commit_delay` waits for `commit_siblings`: a
@@ -37,7 +43,16 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
         let reply: Reply
     }
 
-    private let state = Mutex(GroupQueue<Entry>())
+    /// Requests waiting for a statement, in shards by submitting thread.
+    private final class Shard: Sendable {
+        let pending = Mutex<[Entry]>([])
+    }
+
+    private let shards = (0..<16).map { _ in Shard() }
+    /// Whether a sender is running (or about to).
+    private let senderRunning = Atomic<Bool>(false)
+    /// The shard the next group starts taking from, so that no shard waits behind the others.
+    private let nextShard = Atomic<Int>(0)
     /// Requests in one statement at most.
     private let limit: Int
     private let run: Run
@@ -50,20 +65,25 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
     /// docs/BENCHMARKS.md).
     private static var gatherPauseMicroseconds: UInt32 { 300 }
 
+    /// Runs on the sender after it found nothing pending, before it clears `senderRunning` (tests
+    /// queue a request in that moment).
+    private let foundNothingPending: (@Sendable () -> Void)?
+
     /// `limit`: requests in one statement at most.
-    init(limit: Int = 64, run: @escaping Run) {
+    init(limit: Int = 64, run: @escaping Run, foundNothingPending: (@Sendable () -> Void)? = nil) {
         self.limit = max(1, limit)
         self.run = run
+        self.foundNothingPending = foundNothingPending
     }
 
     /// Requests waiting for a statement (tests wait for a group to form).
-    var pendingCount: Int { state.withLock { $0.count } }
+    var pendingCount: Int { shards.reduce(0) { count, shard in count + shard.pending.withLock { $0.count } } }
 
     /// Answers `request` through `reply`, exactly once, from a statement sent after this call
     /// began. `reply` runs on a sender's thread: it should hand the answer on, not work on it.
     func submit(_ request: Request, then reply: @escaping Reply) {
-        let startsSender = state.withLock { $0.add(Entry(request: request, reply: reply)) }
-        if startsSender {
+        threadShard.pending.withLock { $0.append(Entry(request: request, reply: reply)) }
+        if senderRunning.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged {
             senderQueue.async { self.send() }
         }
     }
@@ -77,6 +97,16 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
 
     /// The sender: sends the pending requests, a group at a time, until none is left.
     private func send() {
+        repeat {
+            sendPending()
+            foundNothingPending?()
+            senderRunning.store(false, ordering: .sequentiallyConsistent)
+            // A request queued after the last look, by a submitter that saw this sender running:
+            // sent by this sender, unless a new one has started for it.
+        } while pendingCount > 0 && senderRunning.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    private func sendPending() {
         while let group = nextGroup() {
             let outcomes: [Result<Answer, StorageError>]
             do throws(StorageError) {
@@ -93,9 +123,25 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
         }
     }
 
-    /// The requests pending now (up to `limit`), or nil, ending the sender, when there are none.
+    /// The requests pending now (up to `limit`, from every shard in turn), or nil when there are none.
     private func nextGroup() -> [Entry]? {
-        state.withLock { $0.nextGroup(limit: limit) }
+        var group: [Entry] = []
+        let first = nextShard.wrappingAdd(1, ordering: .relaxed).oldValue
+        for offset in 0..<shards.count where group.count < limit {
+            shards[(first &+ offset) % shards.count].pending.withLock { pending in
+                let taken = min(pending.count, limit - group.count)
+                guard taken > 0 else { return }
+                group += pending.prefix(taken)
+                pending.removeFirst(taken)
+            }
+        }
+        return group.isEmpty ? nil : group
+    }
+
+    /// The calling thread's shard (a hash of its pthread_t, whose low bits are alike).
+    private var threadShard: Shard {
+        let hash = UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15
+        return shards[Int(hash >> 60) % shards.count]
     }
 }
 

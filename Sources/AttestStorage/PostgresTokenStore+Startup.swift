@@ -23,10 +23,14 @@ final class MigrationGate: Sendable {
     }
 
     private let state = Mutex(State())
+    /// `state.open`, read without the lock by every request (waiting for that lock was 2 % of a
+    /// gateway check's CPU on PostgreSQL); written under it.
+    private let isOpen = Atomic<Bool>(true)
     private let wake = DispatchSemaphore(value: 0)
 
     /// Throws `unavailable` until the migrations ran.
     func require() throws(StorageError) {
+        if isOpen.load(ordering: .acquiring) { return }
         let (open, refusal) = state.withLock { ($0.open, $0.refusal) }
         guard !open else { return }
         throw refusal ?? .unavailable("the database has not answered since attestd started; it retries every few seconds")
@@ -38,14 +42,20 @@ final class MigrationGate: Sendable {
         every interval: Duration, _ migrate: @escaping @Sendable () throws(StorageError) -> Void,
         events: @escaping @Sendable (StoreStartupEvent) -> Void
     ) {
-        state.withLock { $0.open = false }
+        state.withLock {
+            $0.open = false
+            isOpen.store(false, ordering: .releasing)
+        }
         let thread = Thread { [self] in
             while !state.withLock({ $0.stopping }) {
                 _ = wake.wait(timeout: .now() + .milliseconds(Int(interval.components.seconds * 1000)))
                 if state.withLock({ $0.stopping }) { return }
                 do throws(StorageError) {
                     try migrate()
-                    state.withLock { $0.open = true }
+                    state.withLock {
+                        $0.open = true
+                        isOpen.store(true, ordering: .releasing)
+                    }
                     events(.ready)
                     return
                 } catch  where error.code == .unavailable {

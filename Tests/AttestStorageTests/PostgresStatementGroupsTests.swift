@@ -90,6 +90,65 @@ struct PostgresStatementGroupsTests {
         #expect(statements.last?.map { $0[0] }.sorted() == [1, 1, 2, 3])
     }
 
+    @Test("many threads submitting at once: every request answered once, no statement over the limit, none left unsent")
+    func manySubmitters() {
+        let statementSizes = Mutex<[Int]>([])
+        let groups = PostgresStatementGroups<Int, Int>(limit: 4) { (requests: [Int]) throws(StorageError) -> [Int] in
+            statementSizes.withLock { $0.append(requests.count) }
+            return requests.map { $0 * 2 }
+        }
+        let threads = 8
+        let perThread = 3_000
+        let answered = Mutex<[Int: Int]>([:])
+        let done = DispatchGroup()
+        for thread in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                for number in 0..<perThread {
+                    let request = thread * perThread + number
+                    groups.submit(request) { outcome in
+                        answered.withLock { $0[request, default: 0] += (try? outcome.get()) == request * 2 ? 1 : 1_000 }
+                    }
+                }
+                done.leave()
+            }
+        }
+        done.wait()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while answered.withLock({ $0.count }) < threads * perThread, ContinuousClock.now < deadline { usleep(1_000) }
+        let answers = answered.withLock { $0 }
+        #expect(answers.count == threads * perThread)
+        #expect(answers.values.allSatisfy { $0 == 1 })
+        #expect(statementSizes.withLock { $0 }.allSatisfy { (1...4).contains($0) })
+        #expect(groups.pendingCount == 0)
+    }
+
+    @Test("a request queued just as the sender finds nothing pending (its submitter sees the sender running) is still sent")
+    func queuedAsTheSenderStops() {
+        let queuedLate = Mutex(false)
+        let late = DispatchSemaphore(value: 0)
+        let groupsBox = Mutex<PostgresStatementGroups<Int, Int>?>(nil)
+        let groups = PostgresStatementGroups<Int, Int>(
+            limit: 4, run: { (requests: [Int]) throws(StorageError) -> [Int] in requests },
+            foundNothingPending: {
+                // Once: another thread queues a request now, while this sender still counts as running.
+                guard !queuedLate.withLock({ $0 }), let groups = groupsBox.withLock({ $0 }) else { return }
+                queuedLate.withLock { $0 = true }
+                let queued = DispatchSemaphore(value: 0)
+                Thread.detachNewThread {
+                    groups.submit(2) { _ in late.signal() }
+                    queued.signal()
+                }
+                queued.wait()
+            })
+        groupsBox.withLock { $0 = groups }
+        let first = DispatchSemaphore(value: 0)
+        groups.submit(1) { _ in first.signal() }
+        #expect(first.wait(timeout: .now() + 5) == .success)
+        #expect(late.wait(timeout: .now() + 5) == .success)
+        #expect(groups.pendingCount == 0)
+    }
+
     @Test("a lookup never shares a statement sent before it arrived: a revocation committed meanwhile is seen")
     func noEarlierStatement() throws {
         let table = Table([Self.token(1)])
