@@ -70,7 +70,8 @@ if attest:
     sys.exit(0)
 
 cats = [
-    ("network: send (kernel, incl. waking the client)", children(r"^__send$")),
+    # send() for an answer of headers only (authorize), sendmsg() for headers and a body (introspect).
+    ("network: send (kernel, incl. waking the client)", children(r"^__send$|^__libc_sendmsg$")),
     ("network: recv", children(r"^__libc_recv$")),
     ("network: epoll_wait", children(r"^epoll_wait$")),
     ("routing (Router.select)", children(r"RouterV6select")),
@@ -78,7 +79,7 @@ cats = [
     ("headers into Swift (collectHeader)", children(r"connectionHeaders|collectHeader")),
     ("hashing the token (SHA-256)", children(r"DigestO4hash")),
     ("store lookup (Swift side; PostgreSQL: submitting to the sender)",
-        children(r"SQLiteTokenStoreC4read|SQLiteTokenStoreCAA0d6LookupE|SQLiteTokenStoreC11activeToken|PostgresTokenStoreC11activeToken")),
+        children(r"SQLiteTokenStoreC4read|SQLiteTokenStoreCAA0d6LookupE|SQLiteTokenStoreC11activeToken|PostgresTokenStoreC11activeToken|PostgresTokenStore.*06activeD0")),
     ("PostgreSQL: the sender's round trips (libpq, off the workers)", children(r"PostgresStatementGroups.*send")),
     ("store: SQLite's fcntl locks", children(r"^__fcntl64_nocancel_adjusted$")),
     ("store: SQLite's fstat", children(r"^__GI___fstatat64$")),
