@@ -103,7 +103,8 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
             senderRunning.store(false, ordering: .sequentiallyConsistent)
             // A request queued after the last look, by a submitter that saw this sender running:
             // sent by this sender, unless a new one has started for it.
-        } while pendingCount > 0 && senderRunning.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
+        } while pendingCount > 0
+            && senderRunning.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
     }
 
     private func sendPending() {
