@@ -199,10 +199,11 @@ enum JSONBody {
     /// from `any Sendable` at run time (no change in introspection's rate the benchmark's noise
     /// lets one see, docs/BENCHMARKS.md; kept as the typed form).
     static func response(_ object: JSONValue, status: Int = 200, headers: [HTTPHeader] = []) -> HTTPResponse {
-        HTTPResponse(
-            status: status,
-            headers: [HTTPHeader(name: "Content-Type", value: "application/json"), HTTPHeader(name: "Cache-Control", value: "no-store")]
-                + headers,
-            body: JSONText.bytes(object))
+        HTTPResponse(status: status, headers: headers.isEmpty ? jsonHeaders : jsonHeaders + headers, body: JSONText.bytes(object))
     }
+
+    /// Every JSON answer's headers, made once.
+    private static let jsonHeaders = [
+        HTTPHeader(name: "Content-Type", value: "application/json"), HTTPHeader(name: "Cache-Control", value: "no-store"),
+    ]
 }

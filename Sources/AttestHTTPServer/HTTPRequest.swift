@@ -42,6 +42,6 @@ package struct HTTPRequest: Sendable {
 
     /// Every value of headers named `name` (ASCII case-insensitive), in order: use it to reject duplicates.
     package func headerValues(_ name: String) -> [String] {
-        headers.filter { $0.name.equalsHeaderName(name) }.map(\.value)
+        headers.compactMap { $0.name.equalsHeaderName(name) ? $0.value : nil }
     }
 }

@@ -141,6 +141,6 @@ enum BearerCredential: Equatable {
             return
         }
         let credential = bytes.dropFirst(7)
-        self = credential.contains(0x20) ? .malformed : .credential(String(decoding: Array(credential), as: UTF8.self))
+        self = credential.contains(0x20) ? .malformed : .credential(String(Substring(credential)))
     }
 }

@@ -82,7 +82,9 @@ struct ObservedRequests: RouterMiddleware {
         metrics.recordRequest(route: context.routeName, status: response.status, seconds: seconds)
         guard (!context.isQuiet || response.status >= 500) && logs(context.routeName, response.status) else { return }
         let log = context.log
-        var fields: [(String, LogValue)] = [
+        var fields: [(String, LogValue)] = []
+        fields.reserveCapacity(10)  // room for every field below: the array is not regrown as they are added
+        fields += [
             ("request.id", .string(context.requestID)), ("route", .string(context.routeName)), ("status", .int(response.status)),
             ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(log.outcome ?? "ok")),
         ]
