@@ -30,8 +30,7 @@ package final class DeferredResponse: Sendable {
 
     private let state = Mutex(State())
     // nonisolated(unsafe): libmicrohttpd's handle, used only for MHD_suspend_connection (on the
-    // connection's worker, under `state`'s lock) and MHD_resume_connection (thread-safe; called
-    // once, after the lock saw the connection parked, so always after the suspend).
+    // connection's worker) and MHD_resume_connection (thread-safe), both under `state`'s lock.
     private nonisolated(unsafe) let connection: OpaquePointer
     private let parkedConnections: ParkedConnections
 
@@ -43,18 +42,15 @@ package final class DeferredResponse: Sendable {
     /// Gives the answer; `finish` builds the response on the connection's worker thread. Only
     /// the first call counts.
     package func complete(_ finish: @escaping Finish) {
-        let wasParked = state.withLock { state in
-            guard state.phase != .answered else { return false }
+        state.withLock { state in
+            guard state.phase != .answered else { return }
             let wasParked = state.phase == .parked
             state.phase = .answered
             state.finish = finish
-            return wasParked
-        }
-        // Resumed outside the lock: the woken worker takes it at once to read the answer, and
-        // waited for this thread's resume (a system call) when it was made under it.
-        if wasParked {
-            parkedConnections.remove(self)
-            MHD_resume_connection(connection)
+            if wasParked {
+                parkedConnections.remove(self)
+                MHD_resume_connection(connection)
+            }
         }
     }
 
