@@ -16,7 +16,10 @@ import Synchronization
 ///
 /// Blocks are kept per thread (`ThreadOrdinal`), so workers logging at once do not queue on one
 /// lock: with blocks picked by a hash of the thread's ID, two of eight workers often shared one,
-/// and waiting for its lock cost as much as the `write`s saved.
+/// and waiting for its lock cost as much as the `write`s saved. A block is written while its lock
+/// is held (so a line added meanwhile cannot overtake it), and under one output lock for the
+/// whole sink (so two blocks never interleave: a write of more than 4 KiB to a pipe or to
+/// journald's socket is not atomic). Lock order: a block's, then the output's.
 package final class BlockBufferedSink: LogSink {
     private final class Block: Sendable {
         let bytes: Mutex<[UInt8]>
@@ -24,6 +27,8 @@ package final class BlockBufferedSink: LogSink {
     }
 
     private let descriptor: Int32
+    /// Held while bytes go to `descriptor`, so that blocks never interleave.
+    private let output = Mutex(())
     private let capacity: Int
     private let blocks: [Block]
     // nonisolated(unsafe): set once in init; a DispatchSource is thread-safe, and only deinit
@@ -51,28 +56,34 @@ package final class BlockBufferedSink: LogSink {
 
     /// Writes what the calling thread's block held, then `line`, at once.
     package func write(_ line: String) {
-        let pending = threadBlock.bytes.withLock { block in
+        threadBlock.bytes.withLock { block in
             Self.append(line, to: &block)
-            return take(&block)
+            writeOut(&block)
         }
-        FileDescriptorOutput.writeAll(pending, to: descriptor)
     }
 
     /// Adds `line` to the calling thread's block; writes the block when it is full.
     package func writeBatched(_ line: String) {
-        let full = threadBlock.bytes.withLock { block -> [UInt8]? in
+        threadBlock.bytes.withLock { block in
             Self.append(line, to: &block)
-            return block.count >= capacity ? take(&block) : nil
+            if block.count >= capacity { writeOut(&block) }
         }
-        if let full { FileDescriptorOutput.writeAll(full, to: descriptor) }
     }
 
-    /// Writes every thread's block.
+    /// Writes every thread's block. When it returns, every line given before it was called is
+    /// written (a block the flusher is writing meanwhile holds its lock until it is out).
     package func flush() {
         for block in blocks {
-            let pending = block.bytes.withLock { bytes in bytes.isEmpty ? [] : take(&bytes) }
-            if !pending.isEmpty { FileDescriptorOutput.writeAll(pending, to: descriptor) }
+            block.bytes.withLock { bytes in
+                if !bytes.isEmpty { writeOut(&bytes) }
+            }
         }
+    }
+
+    /// Writes `block` and empties it, keeping its capacity; called with the block's lock held.
+    private func writeOut(_ block: inout [UInt8]) {
+        output.withLock { _ in FileDescriptorOutput.writeAll(block, to: descriptor) }
+        block.removeAll(keepingCapacity: true)
     }
 
     /// The calling thread's block: its own while fewer than 32 threads have logged.
@@ -82,20 +93,6 @@ package final class BlockBufferedSink: LogSink {
         var line = line
         line.withUTF8 { block.append(contentsOf: $0) }
         block.append(0x0A)
-    }
-
-    /// The block's bytes, leaving it empty with its capacity reserved again.
-    private func take(_ block: inout [UInt8]) -> [UInt8] {
-        var fresh = Self.empty(capacity)
-        swap(&fresh, &block)
-        return fresh
-    }
-
-    /// An empty block with room for `capacity` bytes and the line that crosses it.
-    private static func empty(_ capacity: Int) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(capacity + 4096)
-        return bytes
     }
 }
 

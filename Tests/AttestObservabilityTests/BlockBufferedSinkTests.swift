@@ -110,6 +110,50 @@ struct BlockBufferedSinkTests {
         #expect(next == [Int](repeating: perThread, count: threads))
         #expect(file.lines.count == threads * perThread)
     }
+
+    @Test("blocks larger than a pipe's atomic write, from many threads, to a slow reader: no line torn or interleaved")
+    func noTornLinesOnAPipe() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let (reading, writing) = (ends[0], ends[1])
+        let received = Mutex<[UInt8]>([])
+        let readerDone = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 1_000)
+            while true {
+                let count = read(reading, &buffer, buffer.count)
+                if count <= 0 { break }
+                received.withLock { $0 += buffer[0..<count] }
+                usleep(200)  // a reader that falls behind: the pipe fills and writes come back short
+            }
+            readerDone.signal()
+        }
+        let sink = BlockBufferedSink(descriptor: writing, capacity: 16 * 1024, interval: .milliseconds(2))
+        let threads = 6
+        let perThread = 600
+        let line = String(repeating: "x", count: 100)
+        let done = DispatchGroup()
+        for thread in 0..<threads {
+            done.enter()
+            Thread.detachNewThread {
+                for number in 0..<perThread { sink.writeBatched("\(thread) \(number) \(line)") }
+                done.leave()
+            }
+        }
+        done.wait()
+        sink.flush()
+        close(writing)
+        readerDone.wait()
+        close(reading)
+        let lines = String(decoding: received.withLock { $0 }, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.last == "")
+        let whole = lines.dropLast().filter { text in
+            let parts = text.split(separator: " ")
+            return parts.count == 3 && Int(parts[0]) != nil && Int(parts[1]) != nil && parts[2] == line
+        }
+        #expect(whole.count == threads * perThread)
+        #expect(lines.count - 1 == threads * perThread)
+    }
 }
 
 @Suite("Logger: request lines may be batched, every other line is not")
