@@ -1,8 +1,9 @@
 /// Work waiting to be done in groups by one runner at a time, as a database groups commits: the
 /// first arrival finds no runner and starts one, which takes everything pending (up to a limit)
-/// as one group and comes back for more until nothing is pending. Shared by the PostgreSQL
-/// lookup sender (`PostgresStatementGroups`) and SQLite's group commit (`SQLiteGroupCommit`);
-/// kept inside their mutex.
+/// as one group and comes back for more until nothing is pending. SQLite's group commit
+/// (`SQLiteGroupCommit`) keeps it inside its mutex. (PostgreSQL's lookup sender,
+/// `PostgresStatementGroups`, used it too until its one lock made eight workers queue; it now
+/// keeps requests in shards.)
 struct GroupQueue<Element> {
     private var pending: [Element] = []
     /// Whether a runner is working through the queue.

@@ -23,8 +23,8 @@ import Synchronization
 /// answer, for callers that have nothing else to do.
 ///
 /// Requests wait in shards picked by the submitting thread, and the sender takes from every shard:
-/// with one queue and one lock, eight HTTP workers queued on it (5 % of authorize's CPU on
-/// PostgreSQL was spent waiting for that lock, docs/BENCHMARKS.md). Whether a sender runs is one
+/// with one queue and one lock, eight HTTP workers queued on it (23 % of authorize's CPU on
+/// PostgreSQL went to submitting a lookup, most of it waiting for that lock, docs/BENCHMARKS.md). Whether a sender runs is one
 /// atomic flag; a sender that finds nothing pending clears it and looks once more, so that a
 /// request queued meanwhile (whose submitter saw the flag still set) is never left unsent.
 ///
@@ -139,11 +139,8 @@ final class PostgresStatementGroups<Request: Sendable, Answer: Sendable>: Sendab
         return group.isEmpty ? nil : group
     }
 
-    /// The calling thread's shard (a hash of its pthread_t, whose low bits are alike).
-    private var threadShard: Shard {
-        let hash = UInt64(pthread_self()) &* 0x9E37_79B9_7F4A_7C15
-        return shards[Int(hash >> 60) % shards.count]
-    }
+    /// The calling thread's shard.
+    private var threadShard: Shard { shards[ThreadShard.index(among: shards.count)] }
 }
 
 /// One answer handed from a sender's thread to a caller waiting for it.
