@@ -74,7 +74,8 @@ extension PostgresTokenStore {
     /// Opens the store and applies the migrations; when the server does not answer, returns the
     /// store anyway, answering `unavailable` until a retry every `retryEvery` has migrated it
     /// (attestd: a node started during a database outage comes up by itself). Other failures
-    /// (an unknown migration, a malformed URI) are thrown at once.
+    /// (an unknown migration, a malformed URI) are thrown at once. The store keeps token answers
+    /// in memory under its answer lease (`keepAnswers`).
     package static func opening(
         settings: PostgresSettings, now: @escaping @Sendable () -> Int64, report: MigrationReport? = nil,
         retryEvery: Duration = .seconds(2), events: @escaping @Sendable (StoreStartupEvent) -> Void
@@ -86,6 +87,7 @@ extension PostgresTokenStore {
             events(.waiting(error))
             store.gate.retry(every: retryEvery, { () throws(StorageError) in try store.migrate(at: now(), report: report) }, events: events)
         }
+        store.keepAnswers()
         return store
     }
 }

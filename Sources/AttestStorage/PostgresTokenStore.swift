@@ -1,3 +1,4 @@
+internal import Glibc
 import Synchronization
 
 /// The PostgreSQL `TokenStore`, for several attestd nodes on one database.
@@ -9,8 +10,9 @@ import Synchronization
 /// and `INSERT ... ON CONFLICT DO NOTHING` for a key ID. Transactions that read an integration's
 /// status lock that row `FOR KEY SHARE` before anything else, so they serialise with a revocation
 /// (which locks it `FOR UPDATE` first) and never deadlock with it. A deadlock or serialization failure is
-/// retried; nothing is cached between requests, so a change committed by another node or by
-/// `attestctl` is seen by the next request.
+/// retried. The only state kept between requests is token answers, under an answer lease that
+/// every revocation waits for (`PostgresAnswerLease`), so a change committed by another node or
+/// by `attestctl` is seen by the next request.
 ///
 /// Round trips are the cost on this path, so the hot ones take one each: a single statement runs
 /// as its own transaction (`write`), a refresh reads its integration, challenge and device in one
@@ -21,12 +23,25 @@ package final class PostgresTokenStore: SQLTokenStore {
     /// Open once the migrations ran (always, unless opened with `opening` during an outage).
     let gate = MigrationGate()
     /// Every authorize and introspect: lookups that arrive together share one statement.
-    private let lookups: PostgresStatementGroups<TokenLookup, TokenRecord?>
+    private let lookups: PostgresStatementGroups<TokenLookup, FoundToken?>
+    /// Token answers kept in memory while this node's answer lease allows (attestd only:
+    /// `keepAnswers`); nothing is kept until the lease is started.
+    let answers: TokenLookupCache<PostgresAnswerLease>
+    /// How long a revocation waits for the nodes' leases (`awaitAnswersRetired`).
+    let answerTiming: AnswerLeaseTiming
 
     /// One token lookup: the hash, and the caller's time that decides expiry.
     struct TokenLookup: Sendable {
         var hash: [UInt8]
         var time: Int64
+    }
+
+    /// A token the lookup found, and whether its answer may be kept in memory: not when its
+    /// integration caps live tokens per device, whose refreshes delete tokens without raising
+    /// the answer epoch.
+    struct FoundToken: Sendable, Equatable {
+        var record: TokenRecord
+        var keepable: Bool
     }
 
     /// The connection settings (the URI may hold a password: log `settings.redactedURI`).
@@ -54,9 +69,20 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     /// Makes the store without connecting: the first call connects (tests of an unreachable server).
-    package init(unconnected settings: PostgresSettings) {
+    package init(unconnected settings: PostgresSettings, answerTiming: AnswerLeaseTiming = AnswerLeaseTiming()) {
         let pool = PostgresPool(settings: settings)
         self.pool = pool
+        self.answerTiming = answerTiming
+        let gate = gate
+        answers = TokenLookupCache(
+            stamps: PostgresAnswerLease(timing: answerTiming) { node, acknowledged, lasts throws(StorageError) -> Int64 in
+                try gate.require()
+                let rows = try pool.withConnection { connection throws(StorageError) in
+                    try connection.query(Self.renewLease, [.text(node), .integer(acknowledged), .integer(lasts)])
+                }
+                guard rows.count == 1 else { throw .statementFailed("the answer lease's renewal answered \(rows.count) rows") }
+                return rows.int64(0, 0)
+            })
         // One lookup statement in flight at a time: the lookups that arrive meanwhile join the
         // next, so the groups grow with the load instead of the statements, and the other
         // connections stay free for challenges, refreshes and registrations.
@@ -65,17 +91,23 @@ package final class PostgresTokenStore: SQLTokenStore {
             let rows = try pool.withConnection { connection throws(StorageError) in
                 try connection.query(Self.selectActiveTokens, [PostgresArrays.bytea(hashes), .integer(requests.map(\.time).min() ?? 0)])
             }
-            var tokens: [TokenRecord] = []
-            for row in try rows.rows() { tokens.append(try TokenRecord(decoding: row)) }
+            var tokens: [FoundToken] = []
+            for row in try rows.rows() {
+                var reader = SQLRowReader(row)
+                let record = try TokenRecord(row: &reader)
+                let keepable = try reader.int64() == 1
+                try reader.finish()
+                tokens.append(FoundToken(record: record, keepable: keepable))
+            }
             return Self.answers(to: requests, among: tokens)
         }
     }
 
     /// Each lookup's answer from the rows of a grouped statement run at the earliest caller's time:
     /// each caller's own time decides expiry, as if it had been looked up alone.
-    static func answers(to requests: [TokenLookup], among tokens: [TokenRecord]) -> [TokenRecord?] {
-        let byHash = Dictionary(tokens.map { ($0.tokenHash, $0) }, uniquingKeysWith: { first, _ in first })
-        return requests.map { request in byHash[request.hash].flatMap { $0.expiresAt > request.time ? $0 : nil } }
+    static func answers(to requests: [TokenLookup], among tokens: [FoundToken]) -> [FoundToken?] {
+        let byHash = Dictionary(tokens.map { ($0.record.tokenHash, $0) }, uniquingKeysWith: { first, _ in first })
+        return requests.map { request in byHash[request.hash].flatMap { $0.record.expiresAt > request.time ? $0 : nil } }
     }
 
     /// The ids of the applied migrations.
@@ -260,7 +292,14 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     package func activeToken(hash: [UInt8], at time: Int64) throws(StorageError) -> TokenRecord? {
         try gate.require()
-        return try lookups.submit(TokenLookup(hash: hash, time: time))
+        switch answers.answer(hash: hash, at: time) {
+        case .kept(let record):
+            return record
+        case .missed(let miss):
+            let found = try lookups.submit(TokenLookup(hash: hash, time: time))
+            if let found, found.keepable { answers.keep(found.record, hash: hash, after: miss) }
+            return found?.record
+        }
     }
 
     package func activeToken(
@@ -271,13 +310,70 @@ package final class PostgresTokenStore: SQLTokenStore {
         } catch {
             return reply(.failure(error))
         }
-        lookups.submit(TokenLookup(hash: hash, time: time), then: reply)
+        switch answers.answer(hash: hash, at: time) {
+        case .kept(let record):
+            reply(.success(record))
+        case .missed(let miss):
+            lookups.submit(TokenLookup(hash: hash, time: time)) { [answers] result in
+                if case .success(let found?) = result, found.keepable { answers.keep(found.record, hash: hash, after: miss) }
+                reply(result.map { $0?.record })
+            }
+        }
+    }
+
+    /// Token lookups answered from this node's memory since the store opened (for tests).
+    package var lookupsFromMemory: Int { answers.hits.load(ordering: .relaxed) }
+
+    /// Starts this node's answer lease (attestd): token answers are kept in memory from its
+    /// first renewal on, and every revocation waits for the lease to acknowledge it.
+    package func keepAnswers() {
+        // Leases of nodes that died long ago (never waited for: they expired) are dropped.
+        _ = try? write { connection throws(StorageError) in try connection.query(Self.deleteOldLeases) }
+        answers.stamps.start()
+    }
+
+    private static let deleteOldLeases = "DELETE FROM answer_leases WHERE expires_at < clock_timestamp() - interval '1 hour'"
+
+    /// Renews node `$1`'s lease for `$3` milliseconds of the database's clock, acknowledging
+    /// epoch `$2`, and answers the current epoch (read when the statement began).
+    private static let renewLease = """
+        INSERT INTO answer_leases (node, acked_epoch, expires_at)
+        VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 millisecond')
+        ON CONFLICT (node) DO UPDATE SET acked_epoch = excluded.acked_epoch, expires_at = excluded.expires_at
+        RETURNING (SELECT epoch FROM answer_epoch WHERE id = 1)
+        """
+
+    private static let deleteLease = "DELETE FROM answer_leases WHERE node = $1"
+
+    /// The unexpired leases that have not acknowledged epoch `$1`.
+    private static let unacknowledgedLeases = """
+        SELECT count(*) FROM answer_leases WHERE acked_epoch < $1 AND expires_at > clock_timestamp()
+        """
+
+    /// Returns once every unexpired answer lease has acknowledged `epoch`: a running node within
+    /// about one renewal, a node that died within what was left of its lease.
+    package func awaitAnswersRetired(through epoch: Int64) throws(StorageError) {
+        let started = ContinuousClock.now
+        while true {
+            let waiting = try pool.withConnection { connection throws(StorageError) in
+                try connection.query(Self.unacknowledgedLeases, [.integer(epoch)])
+            }.int64(0, 0)
+            if waiting == 0 { return }
+            guard ContinuousClock.now - started < answerTiming.waitLimit else {
+                throw .unavailable(
+                    "the change is committed, but \(waiting) attestd node(s) did not confirm within \(answerTiming.waitLimit) "
+                        + "that they stopped answering from memory what it revoked; their leases expire by themselves")
+            }
+            usleep(5_000)
+        }
     }
 
     /// The active tokens among the hashes `$1` (a `BYTEA[]`) that expire after `$2`: the token's
-    /// integration active and not suspended, its device active.
+    /// integration active and not suspended, its device active; and whether its answer may be
+    /// kept (`FoundToken`).
     private static let selectActiveTokens = """
-        SELECT \(SQLText.list(TokenRecord.columns, alias: "t"))
+        SELECT \(SQLText.list(TokenRecord.columns, alias: "t")),
+            CASE WHEN i.max_live_tokens_per_device IS NULL THEN 1 ELSE 0 END::bigint
         FROM tokens t
         JOIN integrations i ON i.client_id = t.client_id
         JOIN devices d ON d.key_id = t.key_id
@@ -306,6 +402,11 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     package func close() throws(StorageError) {
+        answers.stamps.stop()
+        // A revocation need not wait for this node's lease to expire.
+        if answers.stamps.started {
+            _ = try? write { connection throws(StorageError) in try connection.query(Self.deleteLease, [.text(answers.stamps.node)]) }
+        }
         gate.stop()
         pool.closeIdleConnections()
     }

@@ -30,6 +30,11 @@ package protocol SQLTokenStore: TokenStore {
 
     /// Rows one purge transaction deletes at most (`purgeExpired`).
     static var purgeBatch: Int { get }
+
+    /// Returns once no node answers from memory what it kept before `epoch` was raised
+    /// (PostgreSQL: every unexpired answer lease has acknowledged it); SQLite's kept answers are
+    /// retired by the commit itself. Throws when that cannot be confirmed; the change stays committed.
+    func awaitAnswersRetired(through epoch: Int64) throws(StorageError)
 }
 
 /// The statements of the shared operations, written once (`?` placeholders; see `SQLStatement`).
@@ -120,6 +125,11 @@ enum SharedSQL {
     static let lockBucket = SQLStatement("SELECT tokens, updated_at FROM rate_buckets WHERE bucket = ?", forPostgreSQL: " FOR UPDATE")
     static let updateBucket = SQLStatement("UPDATE rate_buckets SET tokens = ?, updated_at = ? WHERE bucket = ?")
 
+    // MARK: Answers kept in memory
+
+    /// Raised in the transaction of every change that can turn a token's 200 into a 401.
+    static let raiseAnswerEpoch = SQLStatement("UPDATE answer_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
+
     // MARK: Audit
 
     static let insertAudit = SQLStatement(SQLText.insert(into: "audit_log", AuditEntry.columns))
@@ -139,6 +149,24 @@ extension SQLTokenStore {
     ) throws(StorageError) -> IntegrationState {
         guard let row = try session.row(lock, [.text(clientID)]) else { return .missing }
         return IntegrationState(status: try row.text(0), suspended: !(try row.isNull(1)))
+    }
+
+    /// Runs `change` in one transaction; when `retires` says it can have turned a token's 200
+    /// into a 401, raises the answer epoch in that transaction and returns only once no node
+    /// answers from memory what it kept before (`awaitAnswersRetired`).
+    func retiringAnswers<T: Sendable>(
+        _ change: (any SQLSession) throws(StorageError) -> T, when retires: (T) -> Bool
+    ) throws(StorageError) -> T {
+        let (value, epoch) = try perform(.transaction) { session throws(StorageError) -> (T, Int64?) in
+            let value = try change(session)
+            guard retires(value) else { return (value, nil) }
+            guard let row = try session.row(SharedSQL.raiseAnswerEpoch, []) else {
+                throw .statementFailed("the answer epoch has no row")
+            }
+            return (value, try row.int64(0))
+        }
+        if let epoch { try awaitAnswersRetired(through: epoch) }
+        return value
     }
 
     static func insert(_ integration: IntegrationRecord, in session: any SQLSession) throws(StorageError) {
@@ -200,48 +228,55 @@ extension SQLTokenStore {
     package func revokeIntegration(
         clientID: String, at time: Int64, audit: AuditNote<RevocationSummary>?
     ) throws(StorageError) -> RevocationSummary? {
-        try perform(.transaction) { session throws(StorageError) -> RevocationSummary? in
-            // Locks the row first: waits for transactions holding it FOR KEY SHARE, and makes any
-            // later one wait for this commit and then see 'revoked'.
-            guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else { return nil }
-            let changed = try session.run(SharedSQL.revoke, [.integer(time), .text(clientID)]) == 1
-            let tokens = try session.run(SharedSQL.deleteLiveTokensOfIntegration, [.text(clientID), .integer(time)])
-            // Expired tokens are inert already; remove them too so nothing of the integration lingers.
-            try session.run(SharedSQL.deleteTokensOfIntegration, [.text(clientID)])
-            let devices = try session.run(SharedSQL.blockDevicesOfIntegration, [.integer(time), .text(clientID)])
-            try session.run(SharedSQL.deleteChallengesOfIntegration, [.text(clientID)])
-            let summary = RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
-            try Self.audit(audit, summary, in: session)
-            return summary
-        }
+        try retiringAnswers(
+            { session throws(StorageError) -> RevocationSummary? in
+                // Locks the row first: waits for transactions holding it FOR KEY SHARE, and makes any
+                // later one wait for this commit and then see 'revoked'.
+                guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else { return nil }
+                let changed = try session.run(SharedSQL.revoke, [.integer(time), .text(clientID)]) == 1
+                let tokens = try session.run(SharedSQL.deleteLiveTokensOfIntegration, [.text(clientID), .integer(time)])
+                // Expired tokens are inert already; remove them too so nothing of the integration lingers.
+                try session.run(SharedSQL.deleteTokensOfIntegration, [.text(clientID)])
+                let devices = try session.run(SharedSQL.blockDevicesOfIntegration, [.integer(time), .text(clientID)])
+                try session.run(SharedSQL.deleteChallengesOfIntegration, [.text(clientID)])
+                let summary = RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
+                try Self.audit(audit, summary, in: session)
+                return summary
+            }, when: { $0.map { $0.changed || $0.tokensRevoked > 0 || $0.devicesBlocked > 0 } ?? false })
     }
 
     package func setSuspended(clientID: String, at time: Int64?, audit: AuditNote<Bool>?) throws(StorageError) -> Bool? {
-        try perform(.transaction) { session throws(StorageError) -> Bool? in
-            switch try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) {
-            case .missing: return nil
-            case .revoked: return false
-            case .active, .suspended:
-                try session.run(SharedSQL.suspend, [SQLValue(time), .text(clientID)])
-                try Self.audit(audit, true, in: session)
-                return true
-            }
-        }
+        // A suspension retires what nodes keep; a resumption only lets more through.
+        try retiringAnswers(
+            { session throws(StorageError) -> Bool? in
+                switch try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) {
+                case .missing: return nil
+                case .revoked: return false
+                case .active, .suspended:
+                    try session.run(SharedSQL.suspend, [SQLValue(time), .text(clientID)])
+                    try Self.audit(audit, true, in: session)
+                    return true
+                }
+            }, when: { $0 == true && time != nil })
     }
 
     package func updatePolicy(
         clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?, audit: AuditNote<Void>?
     ) throws(StorageError) -> Bool? {
-        try perform(.transaction) { session throws(StorageError) -> Bool? in
-            let changed = try session.run(
-                SharedSQL.updatePolicy,
-                [
-                    .integer(policy.requireValidReceipt ? 1 : 0), SQLValue(policy.maxRiskMetric.map(Int64.init)),
-                    SQLValue(policy.maxNewKeysPerHour.map(Int64.init)), SQLValue(maxLiveTokensPerDevice.map(Int64.init)), .text(clientID),
-                ])
-            guard changed == 1 else { return nil }
-            try Self.audit(audit, (), in: session)
-            return true
-        }
+        // A token cap lets refreshes delete tokens: nodes keep no answers for a capped
+        // integration's tokens, and retire those they kept before it.
+        try retiringAnswers(
+            { session throws(StorageError) -> Bool? in
+                let changed = try session.run(
+                    SharedSQL.updatePolicy,
+                    [
+                        .integer(policy.requireValidReceipt ? 1 : 0), SQLValue(policy.maxRiskMetric.map(Int64.init)),
+                        SQLValue(policy.maxNewKeysPerHour.map(Int64.init)), SQLValue(maxLiveTokensPerDevice.map(Int64.init)),
+                        .text(clientID),
+                    ])
+                guard changed == 1 else { return nil }
+                try Self.audit(audit, (), in: session)
+                return true
+            }, when: { $0 == true && maxLiveTokensPerDevice != nil })
     }
 }

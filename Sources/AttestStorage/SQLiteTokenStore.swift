@@ -35,7 +35,7 @@ package final class SQLiteTokenStore: SQLTokenStore {
     private let nextReader = Atomic<Int>(0)
     /// Repeated token lookups from memory while the database has not changed; nil when the
     /// write-ahead-log index could not be mapped (then every lookup reads the database).
-    let lookups: TokenLookupCache?
+    let lookups: TokenLookupCache<SQLiteChangeStamp>?
     /// The database file.
     package let path: String
 
@@ -173,6 +173,9 @@ package final class SQLiteTokenStore: SQLTokenStore {
             try storedActiveToken(hash: hash, at: time)
         }
     }
+
+    /// Nothing to wait for: every commit, this one included, retires what `lookups` kept.
+    package func awaitAnswersRetired(through epoch: Int64) throws(StorageError) {}
 
     package func backup(to path: String) throws(StorageError) {
         // On a reader: VACUUM INTO reads one snapshot of the database while writers go on.

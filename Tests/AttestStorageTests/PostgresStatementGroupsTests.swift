@@ -221,10 +221,8 @@ struct PostgresStatementGroupsTests {
         let lookups = [(1, 999), (1, 1000), (2, 1000), (1, 999), (3, 5)].map {
             PostgresTokenStore.TokenLookup(hash: Self.token(UInt8($0.0)).tokenHash, time: Int64($0.1))
         }
-        let rows = [Self.token(1, expiresAt: 1000), Self.token(2)]
-        #expect(
-            PostgresTokenStore.answers(to: lookups, among: rows) == [
-                Self.token(1, expiresAt: 1000), nil, Self.token(2), Self.token(1, expiresAt: 1000), nil,
-            ])
+        let first = PostgresTokenStore.FoundToken(record: Self.token(1, expiresAt: 1000), keepable: true)
+        let second = PostgresTokenStore.FoundToken(record: Self.token(2), keepable: false)
+        #expect(PostgresTokenStore.answers(to: lookups, among: [first, second]) == [first, nil, second, first, nil])
     }
 }

@@ -1,0 +1,128 @@
+import Foundation
+import Synchronization
+
+/// How long a node's permission to answer token lookups from memory lasts, and how often it is renewed.
+package struct AnswerLeaseTiming: Sendable {
+    /// Renewed this often; also how long a revocation waits, at most, for a running node to
+    /// withdraw what it kept.
+    package var renewEvery: Duration
+    /// A renewal lets the node answer from memory for this long: a node that can no longer renew
+    /// (its process hung, the network or the server gone) stops by itself within it, and a
+    /// revocation waits at most this long for a node that died without withdrawing its lease.
+    package var lasts: Duration
+    /// A revocation that has not seen every live lease acknowledge it after this long throws (it
+    /// stays committed): only a node that renews without applying the epoch could cause it.
+    package var waitLimit: Duration
+
+    package init(renewEvery: Duration = .milliseconds(100), lasts: Duration = .seconds(2), waitLimit: Duration = .seconds(10)) {
+        self.renewEvery = renewEvery
+        self.lasts = lasts
+        self.waitLimit = waitLimit
+    }
+}
+
+/// One node's lease to answer token lookups from memory on PostgreSQL (`TokenLookupCache`), and
+/// the epoch of what it keeps: the node's side of the protocol in docs/ARCHITECTURE.md ("Token
+/// answers from memory").
+///
+/// Each renewal is one statement that extends the node's row in `answer_leases` by `lasts` on the
+/// database's clock, acknowledges the epoch the node has applied, and returns the current one. A
+/// new epoch is applied (every answer kept under the old one is never served again) before it
+/// is acknowledged, and the node answers from memory only until `lasts` after it sent its last
+/// successful renewal, by its own monotonic clock: that is never later than the row's expiry,
+/// which the database set after the statement arrived. A revocation raises the epoch and returns
+/// once every unexpired lease has acknowledged it, so no node answers from memory what it
+/// revoked. A renewal that fails withdraws the lease at once (answers go to the database, which
+/// answers 503 when it is down).
+final class PostgresAnswerLease: AnswerStamps {
+    /// One renewal: the node's name, the epoch it acknowledges, the lease's length in
+    /// milliseconds; returns the current epoch.
+    typealias Renew = @Sendable (String, Int64, Int64) throws(StorageError) -> Int64
+
+    /// This node's row in `answer_leases` (random per process).
+    let node: String
+    let timing: AnswerLeaseTiming
+    private let renew: Renew
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let origin: ContinuousClock.Instant
+    /// Until when (nanoseconds after `origin`) answers may be served from memory; 0: not at all.
+    private let validUntil = Atomic<Int64>(0)
+    /// The epoch applied: answers kept under another are never served.
+    private let epoch = Atomic<Int64>(-1)
+    private let isStarted = Atomic<Bool>(false)
+    private let stopped = Atomic<Bool>(false)
+    private let wake = DispatchSemaphore(value: 0)
+
+    init(timing: AnswerLeaseTiming, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, renew: @escaping Renew) {
+        node = "node_" + String(UInt64.random(in: .min ... .max), radix: 36) + String(UInt64.random(in: .min ... .max), radix: 36)
+        self.timing = timing
+        self.renew = renew
+        self.now = now
+        origin = now()
+    }
+
+    /// The epoch to keep answers under, or nil while the lease does not allow answering from memory.
+    func current() -> Int64? {
+        let until = validUntil.load(ordering: .acquiring)
+        guard until != 0, Self.nanoseconds(now() - origin) < until else { return nil }
+        return epoch.load(ordering: .acquiring)
+    }
+
+    /// One renewal (the thread's tick; tests call it directly). A new epoch is applied, then
+    /// acknowledged by a second renewal right away, so a revocation waits about one `renewEvery`.
+    func renewOnce() {
+        var applied = epoch.load(ordering: .acquiring)
+        do throws(StorageError) {
+            for _ in 0..<3 {
+                let sentAt = Self.nanoseconds(now() - origin)
+                let current = try renew(node, applied, Self.milliseconds(timing.lasts))
+                if current == applied {
+                    validUntil.store(sentAt + Self.nanoseconds(timing.lasts) * 9 / 10, ordering: .releasing)
+                    // A stop that came meanwhile wins.
+                    if stopped.load(ordering: .acquiring) { withdraw() }
+                    return
+                }
+                // Every answer kept under the old epoch is retired before the new one is acknowledged.
+                epoch.store(current, ordering: .releasing)
+                applied = current
+            }
+            // The epoch moved on three times in a row: acknowledged at the next tick.
+        } catch {
+            withdraw()
+        }
+    }
+
+    /// Stops answering from memory until the next successful renewal.
+    func withdraw() { validUntil.store(0, ordering: .releasing) }
+
+    /// Renews every `renewEvery` on a thread of its own until `stop` (once; later calls do nothing).
+    func start() {
+        guard !stopped.load(ordering: .acquiring),
+            isStarted.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { return }
+        let thread = Thread { [self] in
+            while !stopped.load(ordering: .acquiring) {
+                renewOnce()
+                _ = wake.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timing.renewEvery))))
+            }
+        }
+        thread.name = "attestd-answer-lease"
+        thread.start()
+    }
+
+    /// Whether `start` was called.
+    var started: Bool { isStarted.load(ordering: .acquiring) }
+
+    /// Stops answering from memory and renewing.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        withdraw()
+        wake.signal()
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int64 { nanoseconds(duration) / 1_000_000 }
+}

@@ -1,0 +1,136 @@
+import Synchronization
+import Testing
+
+@testable import AttestStorage
+
+/// The node's side of the answer lease, without a database: what it lets a node answer from
+/// memory, and in which order it applies and acknowledges a new epoch.
+@Suite("Answer lease: when a node may answer from memory")
+struct AnswerLeaseTests {
+    /// A lease on a clock the test moves, renewed by a closure that answers from `answers` and records what each renewal acknowledged.
+    final class World: Sendable {
+        let clock = Mutex(ContinuousClock.now)
+        let acknowledged = Mutex<[Int64]>([])
+        /// What the next renewals answer (the last one repeats); nil: the renewal fails.
+        let answers = Mutex<[Int64?]>([0])
+        /// What `current()` said while each renewal ran.
+        let seenDuringRenewal = Mutex<[Int64?]>([])
+        private let leaseBox = Mutex<PostgresAnswerLease?>(nil)
+        /// Set once, at the end of init (the renewal closure needs the lease it belongs to).
+        var lease: PostgresAnswerLease {
+            guard let lease = leaseBox.withLock({ $0 }) else { preconditionFailure("no lease yet") }
+            return lease
+        }
+
+        init(lasts: Duration = .seconds(2)) {
+            let timing = AnswerLeaseTiming(renewEvery: .milliseconds(100), lasts: lasts)
+            let lease = PostgresAnswerLease(timing: timing, now: { [unowned self] in clock.withLock { $0 } }) {
+                [unowned self] _, acked, _ throws(StorageError) -> Int64 in
+                acknowledged.withLock { $0.append(acked) }
+                seenDuringRenewal.withLock { $0.append(self.lease.current()) }
+                let next = answers.withLock { answers in answers.count > 1 ? answers.removeFirst() : answers[0] }
+                guard let next else { throw .unavailable("the server is gone") }
+                return next
+            }
+            leaseBox.withLock { $0 = lease }
+        }
+
+        func advance(_ duration: Duration) { clock.withLock { $0 += duration } }
+    }
+
+    @Test("nothing from memory before the first renewal; after it, the epoch the database answered")
+    func firstRenewal() {
+        let world = World()
+        #expect(world.lease.current() == nil)
+        world.answers.withLock { $0 = [4] }
+        world.lease.renewOnce()
+        #expect(world.lease.current() == 4)
+        // The first renewal acknowledged nothing yet (-1); the second acknowledged epoch 4.
+        #expect(world.acknowledged.withLock { $0 } == [-1, 4])
+    }
+
+    @Test("answers from memory stop before the lease runs out on the database's clock (a tenth of it kept as margin)")
+    func leaseRunsOut() {
+        let world = World(lasts: .seconds(2))
+        world.lease.renewOnce()
+        world.lease.renewOnce()
+        world.advance(.milliseconds(1_700))
+        #expect(world.lease.current() == 0)
+        world.advance(.milliseconds(150))
+        #expect(world.lease.current() == nil, "1.85 s after the renewal was sent, past 9/10 of a 2 s lease")
+        world.lease.renewOnce()
+        #expect(world.lease.current() == 0)
+    }
+
+    @Test("a renewal that fails withdraws the lease at once, long before it would run out")
+    func failedRenewal() {
+        let world = World()
+        world.lease.renewOnce()
+        #expect(world.lease.current() == 0)
+        world.answers.withLock { $0 = [nil] }
+        world.lease.renewOnce()
+        #expect(world.lease.current() == nil)
+        world.answers.withLock { $0 = [0] }
+        world.lease.renewOnce()
+        #expect(world.lease.current() == 0)
+    }
+
+    @Test("a new epoch is applied before it is acknowledged: while the acknowledgement is on its way, nothing of the old one is served")
+    func appliedBeforeAcknowledged() {
+        let world = World()
+        world.lease.renewOnce()
+        world.lease.renewOnce()
+        world.acknowledged.withLock { $0 = [] }
+        world.seenDuringRenewal.withLock { $0 = [] }
+        world.answers.withLock { $0 = [7] }
+        world.lease.renewOnce()
+        #expect(world.acknowledged.withLock { $0 } == [0, 7])
+        #expect(world.seenDuringRenewal.withLock { $0 } == [0, 7], "the renewal acknowledging 7 ran while epoch 0 was still served")
+        #expect(world.lease.current() == 7)
+    }
+
+    @Test("a stop withdraws the lease, and a renewal that answers after it does not bring it back")
+    func stop() {
+        let world = World()
+        world.lease.renewOnce()
+        world.lease.stop()
+        #expect(world.lease.current() == nil)
+        world.lease.renewOnce()
+        #expect(world.lease.current() == nil)
+    }
+
+    @Test("kept answers are served only under the stamp they were read under; one read while it changed is not kept")
+    func cacheFollowsTheEpoch() throws {
+        let world = World()
+        world.lease.renewOnce()
+        let cache = TokenLookupCache(stamps: world.lease)
+        let record = TokenLookupCacheTests.record
+        let lookups = Atomic<Int>(0)
+        func look() throws -> TokenRecord? {
+            try cache.activeToken(hash: record.tokenHash, at: 2_000) { () throws(StorageError) -> TokenRecord? in
+                lookups.add(1, ordering: .relaxed)
+                return record
+            }
+        }
+        #expect(try look() == record)
+        #expect(try look() == record)
+        #expect(lookups.load(ordering: .relaxed) == 1)
+        world.answers.withLock { $0 = [1] }
+        world.lease.renewOnce()
+        #expect(try look() == record)
+        #expect(lookups.load(ordering: .relaxed) == 2, "an answer kept under epoch 0 was served under epoch 1")
+        // The epoch moves while the lookup runs: its answer is not kept.
+        world.answers.withLock { $0 = [2] }
+        _ = try cache.activeToken(hash: Array(repeating: 9, count: 32), at: 2_000) { () throws(StorageError) -> TokenRecord? in
+            world.lease.renewOnce()
+            return record
+        }
+        #expect(
+            try cache.activeToken(hash: Array(repeating: 9, count: 32), at: 2_000) { () throws(StorageError) -> TokenRecord? in nil } == nil
+        )
+        // Without a lease nothing is served or kept.
+        world.lease.withdraw()
+        #expect(try look() == record)
+        #expect(lookups.load(ordering: .relaxed) == 3)
+    }
+}

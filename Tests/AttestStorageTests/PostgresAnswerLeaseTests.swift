@@ -1,0 +1,189 @@
+import AttestTesting
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttestStorage
+
+/// Token answers kept in memory on PostgreSQL: a node keeps them under its answer lease, and a
+/// change made by another store (another node, attestctl) returns only once that node has
+/// withdrawn them, so the next lookup after it returned is refused.
+@Suite(
+    "PostgreSQL: token answers from memory and the revocations that wait for them",
+    .enabled(if: StoreBackend.available.contains(.postgresql)))
+struct PostgresAnswerLeaseTests {
+    static let time: Int64 = 1_800_000_000
+
+    /// A node that keeps answers (renewing slowly, so that a revocation which did not wait for it
+    /// would find it still serving), and a second store on the same database for the changes.
+    struct World {
+        let location: TestStoreLocation
+        let settings: PostgresSettings
+        let node: PostgresTokenStore
+        let other: PostgresTokenStore
+        let integration: IntegrationRecord
+
+        init(renewEvery: Duration = .milliseconds(400), lasts: Duration = .seconds(3), waitLimit: Duration = .seconds(10)) throws {
+            location = try TestStoreLocation(.postgresql)
+            _ = try location.open(at: PostgresAnswerLeaseTests.time)
+            guard case .postgresql(let settings) = location.location else { throw StorageError.misuse("not PostgreSQL") }
+            self.settings = settings
+            let timing = AnswerLeaseTiming(renewEvery: renewEvery, lasts: lasts, waitLimit: waitLimit)
+            node = PostgresTokenStore(unconnected: settings, answerTiming: timing)
+            other = PostgresTokenStore(unconnected: settings, answerTiming: timing)
+            integration = PostgresStoreTests.integration("clid_lease")
+            try other.insertIntegration(integration, audit: nil)
+        }
+
+        func token(_ seed: UInt8) -> TokenRecord {
+            TokenRecord(
+                tokenHash: [UInt8](repeating: seed, count: 32), clientID: integration.clientID, workspaceID: integration.workspaceID,
+                keyID: [UInt8](repeating: seed, count: 32), scope: "messages", issuedAt: PostgresAnswerLeaseTests.time,
+                expiresAt: PostgresAnswerLeaseTests.time + 3600)
+        }
+
+        /// Registers device `seed` with token `seed`.
+        func register(_ seed: UInt8) throws {
+            let challenge = [UInt8](repeating: seed, count: 32)
+            #expect(
+                try other.insertChallenge(
+                    id: challenge, clientID: integration.clientID, createdAt: PostgresAnswerLeaseTests.time,
+                    expiresAt: PostgresAnswerLeaseTests.time + 300))
+            let device = DeviceRecord(
+                keyID: [UInt8](repeating: seed, count: 32), clientID: integration.clientID,
+                publicKey: [0x04] + [UInt8](repeating: seed, count: 64), counter: 0, environment: .production,
+                receipt: [1, 2, 3], status: .active, createdAt: PostgresAnswerLeaseTests.time, updatedAt: PostgresAnswerLeaseTests.time,
+                trustAnchor: String(repeating: "ab", count: 32), appID: "ABCDE12345.com.example.a")
+            let outcome = try other.registerDevice(
+                device, firstToken: token(seed), consumingChallenge: challenge, at: PostgresAnswerLeaseTests.time)
+            #expect(outcome == .registered)
+        }
+
+        /// Looks token `seed` up on the node until one answer comes from memory.
+        func warm(_ seed: UInt8) throws {
+            let before = node.lookupsFromMemory
+            let deadline = ContinuousClock.now + .seconds(10)
+            while node.lookupsFromMemory == before && ContinuousClock.now < deadline {
+                #expect(try node.activeToken(hash: token(seed).tokenHash, at: PostgresAnswerLeaseTests.time + 1) == token(seed))
+                usleep(2_000)
+            }
+            #expect(node.lookupsFromMemory > before, "the node never answered from memory")
+        }
+
+        /// The node's lease rows as the database holds them.
+        func leaseRows() throws -> Int64 {
+            try PostgresConnection(settings).query("SELECT count(*) FROM answer_leases").int64(0, 0)
+        }
+    }
+
+    enum Change: String, CaseIterable, Sendable {
+        case tokenRevoke = "token revoke"
+        case deviceBlock = "device block"
+        case integrationRevoke = "integration revoke"
+        case integrationSuspend = "integration suspend"
+    }
+
+    @Test(
+        "once a change made on another store has returned, the node that answered the token from memory refuses it",
+        arguments: Change.allCases)
+    func changeWaitsForTheNode(_ change: Change) throws {
+        let world = try World()
+        defer { try? world.node.close() }
+        try world.register(1)
+        world.node.keepAnswers()
+        try world.warm(1)
+        let token = world.token(1)
+        switch change {
+        case .tokenRevoke: #expect(try world.other.revokeToken(hash: token.tokenHash, audit: nil))
+        case .deviceBlock: #expect(try world.other.blockDevice(keyID: token.keyID, at: Self.time + 1, audit: nil) == 1)
+        case .integrationRevoke: _ = try world.other.revokeIntegration(clientID: token.clientID, at: Self.time + 1, audit: nil)
+        case .integrationSuspend: #expect(try world.other.setSuspended(clientID: token.clientID, at: Self.time + 1, audit: nil) == true)
+        }
+        let fromMemory = world.node.lookupsFromMemory
+        #expect(try world.node.activeToken(hash: token.tokenHash, at: Self.time + 2) == nil)
+        #expect(world.node.lookupsFromMemory == fromMemory, "the refused lookup was answered from memory")
+    }
+
+    @Test("a token cap set on another store retires the node's answers, and the capped integration's tokens are no longer kept")
+    func capStopsKeeping() throws {
+        let world = try World()
+        defer { try? world.node.close() }
+        try world.register(1)
+        world.node.keepAnswers()
+        try world.warm(1)
+        #expect(
+            try world.other.updatePolicy(
+                clientID: world.integration.clientID, policy: IntegrationPolicy(), maxLiveTokensPerDevice: 1, audit: nil) == true)
+        let fromMemory = world.node.lookupsFromMemory
+        for _ in 0..<3 { #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 2) == world.token(1)) }
+        #expect(world.node.lookupsFromMemory == fromMemory, "a capped integration's token was answered from memory")
+    }
+
+    @Test("the asynchronous lookup (the HTTP path) keeps and serves answers the same way, and refuses after a revocation returned")
+    func deferredLookups() throws {
+        let world = try World()
+        defer { try? world.node.close() }
+        try world.register(1)
+        world.node.keepAnswers()
+        try world.warm(1)
+        func deferred() throws -> TokenRecord? {
+            let answer = DispatchSemaphore(value: 0)
+            let result = Mutex<Result<TokenRecord?, StorageError>?>(nil)
+            world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) { reply in
+                result.withLock { $0 = reply }
+                answer.signal()
+            }
+            #expect(answer.wait(timeout: .now() + 10) == .success)
+            return try result.withLock { $0 }?.get()
+        }
+        let fromMemory = world.node.lookupsFromMemory
+        #expect(try deferred() == world.token(1))
+        #expect(world.node.lookupsFromMemory == fromMemory + 1)
+        #expect(try world.other.revokeToken(hash: world.token(1).tokenHash, audit: nil))
+        #expect(try deferred() == nil)
+    }
+
+    @Test("a node that stops renewing holds a revocation no longer than its lease, and by then answers nothing from memory")
+    func silentNode() throws {
+        let world = try World(lasts: .seconds(1))
+        try world.register(1)
+        // One renewal, by hand, and none after: a node whose process hangs.
+        world.node.answers.stamps.renewOnce()
+        #expect(world.node.answers.stamps.current() != nil)
+        try world.warm(1)
+        let started = ContinuousClock.now
+        #expect(try world.other.revokeToken(hash: world.token(1).tokenHash, audit: nil))
+        let waited = ContinuousClock.now - started
+        #expect(waited > .milliseconds(500) && waited < .seconds(3), "the revocation waited \(waited) for a lease of 1 s")
+        #expect(world.node.answers.stamps.current() == nil)
+        #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 2) == nil)
+    }
+
+    @Test("a lease that never acknowledges makes the revocation throw after the wait limit, saying it is committed")
+    func waitLimit() throws {
+        let world = try World(waitLimit: .milliseconds(300))
+        try world.register(1)
+        try PostgresConnection(world.settings).query(
+            "INSERT INTO answer_leases (node, acked_epoch, expires_at) VALUES ('node_stuck', -1, clock_timestamp() + interval '1 hour')")
+        let error = #expect(throws: StorageError(.unavailable, "")) {
+            try world.other.revokeToken(hash: world.token(1).tokenHash, audit: nil)
+        }
+        #expect(error?.reason.contains("committed") == true)
+        #expect(try world.other.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == nil)
+    }
+
+    @Test("a node's clean stop removes its lease, so no revocation waits for it; a change that changed nothing waits for no one")
+    func closeRemovesTheLease() throws {
+        let world = try World(lasts: .seconds(30))
+        try world.register(1)
+        world.node.keepAnswers()
+        try world.warm(1)
+        #expect(try world.leaseRows() == 1)
+        let unchanged = ContinuousClock.now
+        #expect(try !world.other.revokeToken(hash: [UInt8](repeating: 9, count: 32), audit: nil))
+        #expect(ContinuousClock.now - unchanged < .milliseconds(300), "revoking an unknown token waited for the node")
+        try world.node.close()
+        #expect(try world.leaseRows() == 0)
+        #expect(try world.other.revokeToken(hash: world.token(1).tokenHash, audit: nil))
+    }
+}
