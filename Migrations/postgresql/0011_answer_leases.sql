@@ -1,12 +1,15 @@
 -- 0011_answer_leases: token answers kept in memory by attestd nodes, withdrawn before a
 -- revocation returns (docs/ARCHITECTURE.md, "Token answers from memory").
--- answer_epoch: one row, its epoch raised in the same transaction as every change that can turn a
--- token's 200 into a 401 (a token revoked, a device blocked, an integration revoked, suspended or
--- given a per-device token cap).
+-- answer_epoch: one row. Triggers raise it in the transaction of every change that can turn a
+-- token's 200 into a 401, whichever binary makes it (a node or an attestctl of the previous
+-- release too): a device's or an integration's status, suspension or token cap updated, or a
+-- live token of an uncapped integration deleted. The purge (expired tokens) and a capped
+-- integration's refresh (whose tokens no node keeps) raise nothing; "live" allows a minute of
+-- difference between the deleting node's clock and the database's.
 -- answer_leases: one row per running node that answers from memory: the last epoch it has applied
--- (every answer kept from before it discarded) and until when the database's clock lets it answer
--- from memory at all. A change returns once every lease that has not expired acknowledges its
--- epoch. Logged like every security decision: after a crash of the server, or on a promoted
+-- (every answer kept from before it discarded) and until when, on the database's clock, it may
+-- answer from memory at all. A change returns once every lease that has not expired acknowledges
+-- the epoch. Logged like every security decision: after a crash of the server, or on a promoted
 -- standby, a lease is still there for the revocations that must wait for it.
 -- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
 
@@ -21,3 +24,29 @@ CREATE TABLE answer_leases (
     acked_epoch BIGINT NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL
 );
+
+CREATE FUNCTION raise_answer_epoch() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE answer_epoch SET epoch = epoch + 1 WHERE id = 1;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION raise_answer_epoch_for_deleted_tokens() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM deleted_tokens d JOIN integrations i ON i.client_id = d.client_id
+        WHERE d.expires_at > extract(epoch FROM clock_timestamp()) - 60 AND i.max_live_tokens_per_device IS NULL
+    ) THEN
+        UPDATE answer_epoch SET epoch = epoch + 1 WHERE id = 1;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER answers_retired_by_token_deletion AFTER DELETE ON tokens
+    REFERENCING OLD TABLE AS deleted_tokens FOR EACH STATEMENT EXECUTE FUNCTION raise_answer_epoch_for_deleted_tokens();
+CREATE TRIGGER answers_retired_by_device_status AFTER UPDATE OF status ON devices
+    FOR EACH STATEMENT EXECUTE FUNCTION raise_answer_epoch();
+CREATE TRIGGER answers_retired_by_integration_state AFTER UPDATE OF status, suspended_at, max_live_tokens_per_device ON integrations
+    FOR EACH STATEMENT EXECUTE FUNCTION raise_answer_epoch();

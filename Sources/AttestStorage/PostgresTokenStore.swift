@@ -345,18 +345,20 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     private static let deleteLease = "DELETE FROM answer_leases WHERE node = $1"
 
-    /// The unexpired leases that have not acknowledged epoch `$1`.
+    /// The unexpired leases that have not acknowledged the current answer epoch.
     private static let unacknowledgedLeases = """
-        SELECT count(*) FROM answer_leases WHERE acked_epoch < $1 AND expires_at > clock_timestamp()
+        SELECT count(*) FROM answer_leases
+        WHERE acked_epoch < (SELECT epoch FROM answer_epoch WHERE id = 1) AND expires_at > clock_timestamp()
         """
 
-    /// Returns once every unexpired answer lease has acknowledged `epoch`: a running node within
-    /// about one renewal, a node that died within what was left of its lease.
-    package func awaitAnswersRetired(through epoch: Int64) throws(StorageError) {
+    /// Returns once every unexpired answer lease has acknowledged the answer epoch as it is now
+    /// (raised by the triggers of the changes committed before): a running node within about
+    /// one renewal, a node that died within what was left of its lease.
+    package func awaitAnswersRetired() throws(StorageError) {
         let started = ContinuousClock.now
         while true {
             let waiting = try pool.withConnection { connection throws(StorageError) in
-                try connection.query(Self.unacknowledgedLeases, [.integer(epoch)])
+                try connection.query(Self.unacknowledgedLeases)
             }.int64(0, 0)
             if waiting == 0 { return }
             guard ContinuousClock.now - started < answerTiming.waitLimit else {

@@ -31,10 +31,11 @@ package protocol SQLTokenStore: TokenStore {
     /// Rows one purge transaction deletes at most (`purgeExpired`).
     static var purgeBatch: Int { get }
 
-    /// Returns once no node answers from memory what it kept before `epoch` was raised
-    /// (PostgreSQL: every unexpired answer lease has acknowledged it); SQLite's kept answers are
-    /// retired by the commit itself. Throws when that cannot be confirmed; the change stays committed.
-    func awaitAnswersRetired(through epoch: Int64) throws(StorageError)
+    /// Returns once no node answers from memory what it kept before the changes committed so far
+    /// (PostgreSQL: every unexpired answer lease has acknowledged the answer epoch, which the
+    /// database's triggers raised in their transactions); SQLite's kept answers are retired by the
+    /// commit itself. Throws when that cannot be confirmed; the changes stay committed.
+    func awaitAnswersRetired() throws(StorageError)
 }
 
 /// The statements of the shared operations, written once (`?` placeholders; see `SQLStatement`).
@@ -125,11 +126,6 @@ enum SharedSQL {
     static let lockBucket = SQLStatement("SELECT tokens, updated_at FROM rate_buckets WHERE bucket = ?", forPostgreSQL: " FOR UPDATE")
     static let updateBucket = SQLStatement("UPDATE rate_buckets SET tokens = ?, updated_at = ? WHERE bucket = ?")
 
-    // MARK: Answers kept in memory
-
-    /// Raised in the transaction of every change that can turn a token's 200 into a 401.
-    static let raiseAnswerEpoch = SQLStatement("UPDATE answer_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch")
-
     // MARK: Audit
 
     static let insertAudit = SQLStatement(SQLText.insert(into: "audit_log", AuditEntry.columns))
@@ -151,21 +147,14 @@ extension SQLTokenStore {
         return IntegrationState(status: try row.text(0), suspended: !(try row.isNull(1)))
     }
 
-    /// Runs `change` in one transaction; when `retires` says it can have turned a token's 200
-    /// into a 401, raises the answer epoch in that transaction and returns only once no node
-    /// answers from memory what it kept before (`awaitAnswersRetired`).
+    /// Runs `change`, one that can turn a token's 200 into a 401, as `work`; when `retires` says
+    /// it did, returns only once no node answers from memory what it kept before
+    /// (`awaitAnswersRetired`).
     func retiringAnswers<T: Sendable>(
-        _ change: (any SQLSession) throws(StorageError) -> T, when retires: (T) -> Bool
+        _ change: (any SQLSession) throws(StorageError) -> T, as work: SQLWork = .transaction, when retires: (T) -> Bool
     ) throws(StorageError) -> T {
-        let (value, epoch) = try perform(.transaction) { session throws(StorageError) -> (T, Int64?) in
-            let value = try change(session)
-            guard retires(value) else { return (value, nil) }
-            guard let row = try session.row(SharedSQL.raiseAnswerEpoch, []) else {
-                throw .statementFailed("the answer epoch has no row")
-            }
-            return (value, try row.int64(0))
-        }
-        if let epoch { try awaitAnswersRetired(through: epoch) }
+        let value = try perform(work, change)
+        if retires(value) { try awaitAnswersRetired() }
         return value
     }
 

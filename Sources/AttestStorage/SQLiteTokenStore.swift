@@ -174,8 +174,8 @@ package final class SQLiteTokenStore: SQLTokenStore {
         }
     }
 
-    /// Nothing to wait for: every commit, this one included, retires what `lookups` kept.
-    package func awaitAnswersRetired(through epoch: Int64) throws(StorageError) {}
+    /// Nothing to wait for: every commit retires what `lookups` kept.
+    package func awaitAnswersRetired() throws(StorageError) {}
 
     package func backup(to path: String) throws(StorageError) {
         // On a reader: VACUUM INTO reads one snapshot of the database while writers go on.

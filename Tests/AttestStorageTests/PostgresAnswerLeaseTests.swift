@@ -70,6 +70,11 @@ struct PostgresAnswerLeaseTests {
             #expect(node.lookupsFromMemory > before, "the node never answered from memory")
         }
 
+        /// The answer epoch as the database holds it.
+        func epoch() throws -> Int64 {
+            try PostgresConnection(settings).query("SELECT epoch FROM answer_epoch").int64(0, 0)
+        }
+
         /// The node's lease rows as the database holds them.
         func leaseRows() throws -> Int64 {
             try PostgresConnection(settings).query("SELECT count(*) FROM answer_leases").int64(0, 0)
@@ -102,6 +107,81 @@ struct PostgresAnswerLeaseTests {
         let fromMemory = world.node.lookupsFromMemory
         #expect(try world.node.activeToken(hash: token.tokenHash, at: Self.time + 2) == nil)
         #expect(world.node.lookupsFromMemory == fromMemory, "the refused lookup was answered from memory")
+    }
+
+    @Test(
+        "a change by a binary that does not wait (the previous release's attestctl: plain SQL) raises the epoch, and the node stops answering from memory at its next renewal",
+        arguments: [
+            "DELETE FROM tokens WHERE client_id = 'clid_lease'",
+            "UPDATE devices SET status = 'revoked'",
+            "UPDATE integrations SET suspended_at = 1",
+            "UPDATE integrations SET status = 'revoked', revoked_at = 1800000001",
+            "UPDATE integrations SET max_live_tokens_per_device = 1",
+        ])
+    func changeByAnyBinary(_ statement: String) throws {
+        let world = try World(renewEvery: .milliseconds(50))
+        defer { try? world.node.close() }
+        try world.register(1)
+        world.node.keepAnswers()
+        try world.warm(1)
+        let before = try world.epoch()
+        try PostgresConnection(world.settings).query(statement)
+        #expect(try world.epoch() == before + 1)
+        let deadline = ContinuousClock.now + .seconds(2)
+        var answered = 0
+        while ContinuousClock.now < deadline, try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) != nil {
+            answered += 1
+            usleep(5_000)
+        }
+        let expected: TokenRecord? = statement.contains("max_live_tokens") ? world.token(1) : nil
+        #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == expected)
+        let fromMemory = world.node.lookupsFromMemory
+        _ = try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1)
+        #expect(world.node.lookupsFromMemory == fromMemory, "answered from memory after the change (\(answered) times while waiting)")
+    }
+
+    @Test("what cannot turn a 200 into a 401 raises no epoch: registrations, refreshes, a capped integration's trim, the purge")
+    func nothingToRetire() throws {
+        let world = try World()
+        let start = try world.epoch()
+        try world.register(1)
+        try world.register(2)
+        // A token that expired long ago, for the purge.
+        let challenge = [UInt8](repeating: 3, count: 32)
+        #expect(
+            try world.other.insertChallenge(
+                id: challenge, clientID: world.integration.clientID, createdAt: Self.time, expiresAt: Self.time + 300))
+        var expired = world.token(3)
+        expired.issuedAt = 999_000_000
+        expired.expiresAt = 1_000_000_000
+        var device = try #require(try world.other.device(keyID: world.token(1).keyID))
+        device.keyID = expired.keyID
+        #expect(try world.other.registerDevice(device, firstToken: expired, consumingChallenge: challenge, at: Self.time) == .registered)
+        // A refresh of an uncapped integration.
+        func refresh(_ seed: UInt8, counter: UInt32, keepingLatest: Int?) throws {
+            let id = [UInt8](repeating: seed, count: 32)
+            #expect(
+                try world.other.insertChallenge(
+                    id: id, clientID: world.integration.clientID, createdAt: Self.time, expiresAt: Self.time + 300))
+            var token = world.token(seed)
+            token.keyID = world.token(1).keyID
+            #expect(
+                try world.other.advanceCounter(
+                    keyID: token.keyID, from: counter - 1, to: counter, at: Self.time, token: token, consumingChallenge: id,
+                    keepingLatest: keepingLatest) == .advanced)
+        }
+        try refresh(10, counter: 1, keepingLatest: nil)
+        #expect(try world.epoch() == start, "a registration or a refresh raised the epoch")
+        #expect(try world.other.purgeExpired(at: Self.time) == 1)
+        #expect(try world.epoch() == start, "the purge of an expired token raised the epoch")
+        #expect(
+            try world.other.updatePolicy(
+                clientID: world.integration.clientID, policy: IntegrationPolicy(), maxLiveTokensPerDevice: 1, audit: nil) == true)
+        let capped = try world.epoch()
+        #expect(capped > start)
+        try refresh(11, counter: 2, keepingLatest: 1)
+        #expect(try world.other.liveTokenCount(keyID: world.token(1).keyID, at: Self.time) == 1, "the capped refresh trimmed nothing")
+        #expect(try world.epoch() == capped, "a capped integration's trim raised the epoch")
     }
 
     @Test("a token cap set on another store retires the node's answers, and the capped integration's tokens are no longer kept")
