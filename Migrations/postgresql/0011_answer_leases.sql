@@ -3,9 +3,9 @@
 -- answer_epoch: one row. Triggers raise it in the transaction of every change that can turn a
 -- token's 200 into a 401, whichever binary makes it (a node or an attestctl of the previous
 -- release too): a device's or an integration's status, suspension or token cap updated, or a
--- live token of an uncapped integration deleted. The purge (expired tokens) and a capped
--- integration's refresh (whose tokens no node keeps) raise nothing; "live" allows a minute of
--- difference between the deleting node's clock and the database's.
+-- token deleted. Two deletions say in their transaction that they retire nothing
+-- (attestd.deletions_retire_nothing = on) and raise nothing: the purge (expired tokens only) and
+-- a capped integration's refresh (whose tokens no node keeps).
 -- answer_leases: one row per running node that answers from memory: the last epoch it has applied
 -- (every answer kept from before it discarded) and until when, on the database's clock, it may
 -- answer from memory at all. A change returns once every lease that has not expired acknowledges
@@ -34,10 +34,8 @@ $$;
 
 CREATE FUNCTION raise_answer_epoch_for_deleted_tokens() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (
-        SELECT 1 FROM deleted_tokens d JOIN integrations i ON i.client_id = d.client_id
-        WHERE d.expires_at > extract(epoch FROM clock_timestamp()) - 60 AND i.max_live_tokens_per_device IS NULL
-    ) THEN
+    IF coalesce(current_setting('attestd.deletions_retire_nothing', true), '') <> 'on'
+        AND EXISTS (SELECT 1 FROM deleted_tokens) THEN
         UPDATE answer_epoch SET epoch = epoch + 1 WHERE id = 1;
     END IF;
     RETURN NULL;

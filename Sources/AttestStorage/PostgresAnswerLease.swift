@@ -22,8 +22,8 @@ package struct AnswerLeaseTiming: Sendable {
 }
 
 /// One node's lease to answer token lookups from memory on PostgreSQL (`TokenLookupCache`), and
-/// the epoch of what it keeps: the node's side of the protocol in docs/ARCHITECTURE.md ("Token
-/// answers from memory").
+/// the generation of what it keeps: the node's side of the protocol in docs/ARCHITECTURE.md
+/// ("Token answers from memory").
 ///
 /// Each renewal is one statement that extends the node's row in `answer_leases` by `lasts` on the
 /// database's clock, acknowledges the epoch the node has applied, and returns the current one. A
@@ -34,6 +34,11 @@ package struct AnswerLeaseTiming: Sendable {
 /// once every unexpired lease has acknowledged it, so no node answers from memory what it
 /// revoked. A renewal that fails withdraws the lease at once (answers go to the database, which
 /// answers 503 when it is down).
+///
+/// Answers are kept under a generation of this node's own, not under the database's epoch: it
+/// moves on whenever the applied epoch changes, whatever the new value, and whenever the lease is
+/// withdrawn, so an answer kept before is never served again even if the epoch goes back (a
+/// restored backup, a standby promoted without the last commits) and climbs to the same value.
 final class PostgresAnswerLease: AnswerStamps {
     /// One renewal: the node's name, the epoch it acknowledges, the lease's length in
     /// milliseconds; returns the current epoch.
@@ -43,29 +48,39 @@ final class PostgresAnswerLease: AnswerStamps {
     let node: String
     let timing: AnswerLeaseTiming
     private let renew: Renew
+    /// Deletes the node's row once the thread has stopped renewing (best effort).
+    private let release: @Sendable (String) -> Void
     private let now: @Sendable () -> ContinuousClock.Instant
     private let origin: ContinuousClock.Instant
     /// Until when (nanoseconds after `origin`) answers may be served from memory; 0: not at all.
     private let validUntil = Atomic<Int64>(0)
-    /// The epoch applied: answers kept under another are never served.
+    /// The epoch applied and acknowledged at the next renewal.
     private let epoch = Atomic<Int64>(-1)
+    /// What answers are kept under (`current()`): moves on with every new epoch and withdrawal.
+    private let generation = Atomic<Int64>(0)
     private let isStarted = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
     private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
 
-    init(timing: AnswerLeaseTiming, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, renew: @escaping Renew) {
+    init(
+        timing: AnswerLeaseTiming, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+        release: @escaping @Sendable (String) -> Void = { _ in }, renew: @escaping Renew
+    ) {
         node = "node_" + String(UInt64.random(in: .min ... .max), radix: 36) + String(UInt64.random(in: .min ... .max), radix: 36)
         self.timing = timing
         self.renew = renew
+        self.release = release
         self.now = now
         origin = now()
     }
 
-    /// The epoch to keep answers under, or nil while the lease does not allow answering from memory.
+    /// The generation to keep answers under, or nil while the lease does not allow answering
+    /// from memory.
     func current() -> Int64? {
         let until = validUntil.load(ordering: .acquiring)
         guard until != 0, Self.nanoseconds(now() - origin) < until else { return nil }
-        return epoch.load(ordering: .acquiring)
+        return generation.load(ordering: .acquiring)
     }
 
     /// One renewal (the thread's tick; tests call it directly). A new epoch is applied, then
@@ -82,7 +97,8 @@ final class PostgresAnswerLease: AnswerStamps {
                     if stopped.load(ordering: .acquiring) { withdraw() }
                     return
                 }
-                // Every answer kept under the old epoch is retired before the new one is acknowledged.
+                // Every answer kept before is retired before the new epoch is acknowledged.
+                generation.add(1, ordering: .acquiringAndReleasing)
                 epoch.store(current, ordering: .releasing)
                 applied = current
             }
@@ -92,8 +108,12 @@ final class PostgresAnswerLease: AnswerStamps {
         }
     }
 
-    /// Stops answering from memory until the next successful renewal.
-    func withdraw() { validUntil.store(0, ordering: .releasing) }
+    /// Stops answering from memory until the next successful renewal, and never again with what
+    /// was kept before.
+    func withdraw() {
+        validUntil.store(0, ordering: .releasing)
+        generation.add(1, ordering: .acquiringAndReleasing)
+    }
 
     /// Renews every `renewEvery` on a thread of its own until `stop` (once; later calls do nothing).
     func start() {
@@ -101,10 +121,14 @@ final class PostgresAnswerLease: AnswerStamps {
             isStarted.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
         let thread = Thread { [self] in
+            defer { finished.signal() }
             while !stopped.load(ordering: .acquiring) {
                 renewOnce()
                 _ = wake.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timing.renewEvery))))
             }
+            // After the last renewal, so that none writes the row again: a revocation need not
+            // wait for this node's lease to run out.
+            release(node)
         }
         thread.name = "attestd-answer-lease"
         thread.start()
@@ -113,11 +137,14 @@ final class PostgresAnswerLease: AnswerStamps {
     /// Whether `start` was called.
     var started: Bool { isStarted.load(ordering: .acquiring) }
 
-    /// Stops answering from memory and renewing.
-    func stop() {
+    /// Stops answering from memory at once, and renewing; returns once the thread has deleted
+    /// the node's row, or after `timeout` (a database that hangs must not hold up attestd's stop:
+    /// the row then runs out by itself within `lasts`).
+    func stop(timeout: Duration = .seconds(1)) {
         stopped.store(true, ordering: .releasing)
         withdraw()
         wake.signal()
+        if started { _ = finished.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) }
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

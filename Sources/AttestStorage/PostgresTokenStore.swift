@@ -11,8 +11,10 @@ import Synchronization
 /// status lock that row `FOR KEY SHARE` before anything else, so they serialise with a revocation
 /// (which locks it `FOR UPDATE` first) and never deadlock with it. A deadlock or serialization failure is
 /// retried. The only state kept between requests is token answers, under an answer lease that
-/// every revocation waits for (`PostgresAnswerLease`), so a change committed by another node or
-/// by `attestctl` is seen by the next request.
+/// every revocation waits for (`PostgresAnswerLease`): a change made through this store on
+/// another node or by `attestctl` is seen by every request after it returned, and one made as
+/// plain SQL (which raises the answer epoch through the triggers but does not wait) within one
+/// renewal.
 ///
 /// Round trips are the cost on this path, so the hot ones take one each: a single statement runs
 /// as its own transaction (`write`), a refresh reads its integration, challenge and device in one
@@ -74,10 +76,18 @@ package final class PostgresTokenStore: SQLTokenStore {
         self.pool = pool
         self.answerTiming = answerTiming
         let gate = gate
+        // The lease renews on a connection of its own: a pool busy with requests must not delay
+        // it (the lease would run out just when answers from memory help most).
+        var leaseSettings = settings
+        leaseSettings.poolSize = 1
+        let leasePool = PostgresPool(settings: leaseSettings)
+        let release: @Sendable (String) -> Void = { node in
+            _ = try? leasePool.withConnection { connection throws(StorageError) in try connection.query(Self.deleteLease, [.text(node)]) }
+        }
         answers = TokenLookupCache(
-            stamps: PostgresAnswerLease(timing: answerTiming) { node, acknowledged, lasts throws(StorageError) -> Int64 in
+            stamps: PostgresAnswerLease(timing: answerTiming, release: release) { node, acknowledged, lasts throws(StorageError) -> Int64 in
                 try gate.require()
-                let rows = try pool.withConnection { connection throws(StorageError) in
+                let rows = try leasePool.withConnection { connection throws(StorageError) in
                     try connection.query(Self.renewLease, [.text(node), .integer(acknowledged), .integer(lasts)])
                 }
                 guard rows.count == 1 else { throw .statementFailed("the answer lease's renewal answered \(rows.count) rows") }
@@ -236,7 +246,10 @@ package final class PostgresTokenStore: SQLTokenStore {
     ///    spent here and the integration is active and not suspended;
     /// 4. `minted` inserts the token only when the counter advanced; `trimmed`, with a cap of N
     ///    live tokens per device, deletes all but the newest N - 1 of the device's earlier tokens
-    ///    (the new one, not yet visible to the statement, always stays).
+    ///    (the new one, not yet visible to the statement, always stays);
+    /// 5. `unretiring` says that the statement's deletions retire nothing (no node keeps a capped
+    ///    integration's tokens), so the trigger raises no answer epoch for the trim (migration
+    ///    0011); the last column reads it, so it always runs before the trigger fires.
     private static let refreshStatement = """
         WITH integration AS MATERIALIZED (
             SELECT status, suspended_at FROM integrations WHERE client_id = $8 FOR KEY SHARE
@@ -253,13 +266,15 @@ package final class PostgresTokenStore: SQLTokenStore {
             INSERT INTO tokens (\(SQLText.list(TokenRecord.columns)))
             SELECT $7::bytea, $8::text, $9::text, key_id, $10::text, $11::bigint, $12::bigint FROM advanced
             RETURNING key_id
+        ), unretiring AS MATERIALIZED (
+            SELECT set_config('attestd.deletions_retire_nothing', 'on', true) AS setting
         ), trimmed AS (
             DELETE FROM tokens WHERE key_id = $1 AND $6::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM minted)
                 AND token_hash NOT IN
                     (SELECT token_hash FROM tokens WHERE key_id = $1 ORDER BY issued_at DESC, token_hash DESC LIMIT $6::bigint - 1)
         )
         SELECT (SELECT count(*) FROM consumed), (SELECT status FROM integration), (SELECT suspended_at FROM integration),
-            (SELECT count(*) FROM minted)
+            (SELECT count(*) FROM minted), (SELECT setting FROM unretiring)
         """
 
     package func advanceCounter(
@@ -405,10 +420,6 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     package func close() throws(StorageError) {
         answers.stamps.stop()
-        // A revocation need not wait for this node's lease to expire.
-        if answers.stamps.started {
-            _ = try? write { connection throws(StorageError) in try connection.query(Self.deleteLease, [.text(answers.stamps.node)]) }
-        }
         gate.stop()
         pool.closeIdleConnections()
     }

@@ -96,7 +96,7 @@ extension SQLTokenStore {
                 let found = try session.run(SharedSQL.deleteToken, [.blob(hash)]) == 1
                 try Self.audit(audit, found, in: session)
                 return found
-            }, as: audit == nil ? .statement : .transaction, when: { $0 })
+            }, as: audit == nil ? .statement : .transaction)
     }
 
     // MARK: Devices for administrators
@@ -108,7 +108,7 @@ extension SQLTokenStore {
                 let tokens = try session.run(SharedSQL.deleteTokensOfDevice, [.blob(keyID)])
                 try Self.audit(audit, tokens, in: session)
                 return tokens
-            }, when: { $0 != nil })
+            })
     }
 
     package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {

@@ -65,7 +65,8 @@ extension SQLTokenStore {
             while deleted == batch {
                 let began = ContinuousClock.now
                 deleted = try perform(.transaction) { session throws(StorageError) in
-                    try session.run(statement, [.integer(time), .integer(Int64(batch))])
+                    try session.run(UpkeepSQL.deletionsRetireNothing, [])
+                    return try session.run(statement, [.integer(time), .integer(Int64(batch))])
                 }
                 purged += deleted
                 if deleted == batch { Self.pause(after: ContinuousClock.now - began) }
@@ -180,6 +181,10 @@ package enum UpkeepSQL {
             postgresql: SQLStatement.numbered("DELETE FROM \(table) WHERE \(key) = ANY (ARRAY(\(oldest)))"))
     }
     static let purgeBuckets = SQLStatement("DELETE FROM rate_buckets WHERE updated_at < ?")
+    /// Says, for the rest of the transaction, that the tokens it deletes were already refused
+    /// (expired), so PostgreSQL's trigger raises no answer epoch for them (migration 0011).
+    static let deletionsRetireNothing = SQLStatement(
+        sqlite: "SELECT 1", postgresql: "SELECT set_config('attestd.deletions_retire_nothing', 'on', true)")
     static let allDevices = SQLStatement("SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices ORDER BY created_at, key_id")
     static let liveTokens = SQLStatement(
         "SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE expires_at > ? ORDER BY issued_at, token_hash")

@@ -147,14 +147,15 @@ extension SQLTokenStore {
         return IntegrationState(status: try row.text(0), suspended: !(try row.isNull(1)))
     }
 
-    /// Runs `change`, one that can turn a token's 200 into a 401, as `work`; when `retires` says
-    /// it did, returns only once no node answers from memory what it kept before
-    /// (`awaitAnswersRetired`).
+    /// Runs `change`, one that can turn a token's 200 into a 401, as `work`, and returns only
+    /// once no node answers from memory what it kept before (`awaitAnswersRetired`), even when
+    /// this call changed nothing: a retry, or a second administrator, finding the work done must
+    /// not return before the first call's change is seen everywhere.
     func retiringAnswers<T: Sendable>(
-        _ change: (any SQLSession) throws(StorageError) -> T, as work: SQLWork = .transaction, when retires: (T) -> Bool
+        _ change: (any SQLSession) throws(StorageError) -> T, as work: SQLWork = .transaction
     ) throws(StorageError) -> T {
         let value = try perform(work, change)
-        if retires(value) { try awaitAnswersRetired() }
+        try awaitAnswersRetired()
         return value
     }
 
@@ -231,11 +232,10 @@ extension SQLTokenStore {
                 let summary = RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
                 try Self.audit(audit, summary, in: session)
                 return summary
-            }, when: { $0.map { $0.changed || $0.tokensRevoked > 0 || $0.devicesBlocked > 0 } ?? false })
+            })
     }
 
     package func setSuspended(clientID: String, at time: Int64?, audit: AuditNote<Bool>?) throws(StorageError) -> Bool? {
-        // A suspension retires what nodes keep; a resumption only lets more through.
         try retiringAnswers(
             { session throws(StorageError) -> Bool? in
                 switch try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) {
@@ -246,14 +246,14 @@ extension SQLTokenStore {
                     try Self.audit(audit, true, in: session)
                     return true
                 }
-            }, when: { $0 == true && time != nil })
+            })
     }
 
     package func updatePolicy(
         clientID: String, policy: IntegrationPolicy, maxLiveTokensPerDevice: Int?, audit: AuditNote<Void>?
     ) throws(StorageError) -> Bool? {
-        // A token cap lets refreshes delete tokens: nodes keep no answers for a capped
-        // integration's tokens, and retire those they kept before it.
+        // A cap lets refreshes delete tokens without raising the answer epoch, so nodes keep no
+        // answers of a capped integration's tokens; changing the cap raises it.
         try retiringAnswers(
             { session throws(StorageError) -> Bool? in
                 let changed = try session.run(
@@ -266,6 +266,6 @@ extension SQLTokenStore {
                 guard changed == 1 else { return nil }
                 try Self.audit(audit, (), in: session)
                 return true
-            }, when: { $0 == true && maxLiveTokensPerDevice != nil })
+            })
     }
 }
