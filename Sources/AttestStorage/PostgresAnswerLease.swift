@@ -13,11 +13,18 @@ package struct AnswerLeaseTiming: Sendable {
     /// A revocation that has not seen every live lease acknowledge it after this long throws (it
     /// stays committed): only a node that renews without applying the epoch could cause it.
     package var waitLimit: Duration
+    /// How long a stop waits for the lease thread to delete the node's row (a database that
+    /// hangs must not hold up attestd's stop: the row then runs out by itself within `lasts`).
+    package var stopWait: Duration
 
-    package init(renewEvery: Duration = .milliseconds(100), lasts: Duration = .seconds(2), waitLimit: Duration = .seconds(10)) {
+    package init(
+        renewEvery: Duration = .milliseconds(100), lasts: Duration = .seconds(2), waitLimit: Duration = .seconds(10),
+        stopWait: Duration = .seconds(1)
+    ) {
         self.renewEvery = renewEvery
         self.lasts = lasts
         self.waitLimit = waitLimit
+        self.stopWait = stopWait
     }
 }
 
@@ -127,7 +134,9 @@ final class PostgresAnswerLease: AnswerStamps {
                 _ = wake.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timing.renewEvery))))
             }
             // After the last renewal, so that none writes the row again: a revocation need not
-            // wait for this node's lease to run out.
+            // wait for this node's lease to run out. Withdrawn here too, on the thread that
+            // renewed: whatever the renewal stored, nothing is served after the stop.
+            withdraw()
             release(node)
         }
         thread.name = "attestd-answer-lease"
@@ -138,10 +147,9 @@ final class PostgresAnswerLease: AnswerStamps {
     var started: Bool { isStarted.load(ordering: .acquiring) }
 
     /// Stops answering from memory at once, and renewing; returns once the thread has deleted
-    /// the node's row, or after `timeout` (a database that hangs must not hold up attestd's stop:
-    /// the row then runs out by itself within `lasts`).
+    /// the node's row, or after `timeout`. Later calls return at once.
     func stop(timeout: Duration = .seconds(1)) {
-        stopped.store(true, ordering: .releasing)
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         withdraw()
         wake.signal()
         if started { _ = finished.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) }

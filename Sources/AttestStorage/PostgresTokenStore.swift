@@ -83,6 +83,7 @@ package final class PostgresTokenStore: SQLTokenStore {
         let leasePool = PostgresPool(settings: leaseSettings)
         let release: @Sendable (String) -> Void = { node in
             _ = try? leasePool.withConnection { connection throws(StorageError) in try connection.query(Self.deleteLease, [.text(node)]) }
+            leasePool.closeIdleConnections()
         }
         answers = TokenLookupCache(
             stamps: PostgresAnswerLease(timing: answerTiming, release: release) { node, acknowledged, lasts throws(StorageError) -> Int64 in
@@ -247,12 +248,13 @@ package final class PostgresTokenStore: SQLTokenStore {
     /// 4. `minted` inserts the token only when the counter advanced; `trimmed`, with a cap of N
     ///    live tokens per device, deletes all but the newest N - 1 of the device's earlier tokens
     ///    (the new one, not yet visible to the statement, always stays);
-    /// 5. `unretiring` says that the statement's deletions retire nothing (no node keeps a capped
-    ///    integration's tokens), so the trigger raises no answer epoch for the trim (migration
-    ///    0011); the last column reads it, so it always runs before the trigger fires.
+    /// 5. `unretiring` says that the statement's deletions retire nothing when the integration,
+    ///    as locked in 1, has a cap (no node keeps a capped integration's tokens; a change of the
+    ///    cap locks the row FOR UPDATE first), so the trigger raises no answer epoch for the trim
+    ///    (migration 0011); the last column reads it, so it always runs before the trigger fires.
     private static let refreshStatement = """
         WITH integration AS MATERIALIZED (
-            SELECT status, suspended_at FROM integrations WHERE client_id = $8 FOR KEY SHARE
+            SELECT status, suspended_at, max_live_tokens_per_device FROM integrations WHERE client_id = $8 FOR KEY SHARE
         ), consumed AS (
             UPDATE challenges SET consumed_at = $4
             WHERE id = $5 AND consumed_at IS NULL AND (SELECT count(*) FROM integration) >= 0
@@ -267,7 +269,8 @@ package final class PostgresTokenStore: SQLTokenStore {
             SELECT $7::bytea, $8::text, $9::text, key_id, $10::text, $11::bigint, $12::bigint FROM advanced
             RETURNING key_id
         ), unretiring AS MATERIALIZED (
-            SELECT set_config('attestd.deletions_retire_nothing', 'on', true) AS setting
+            SELECT set_config('attestd.deletions_retire_nothing',
+                CASE WHEN (SELECT max_live_tokens_per_device FROM integration) IS NOT NULL THEN 'on' ELSE 'off' END, true) AS setting
         ), trimmed AS (
             DELETE FROM tokens WHERE key_id = $1 AND $6::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM minted)
                 AND token_hash NOT IN
@@ -360,10 +363,11 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     private static let deleteLease = "DELETE FROM answer_leases WHERE node = $1"
 
-    /// The unexpired leases that have not acknowledged the current answer epoch.
+    /// The unexpired leases that have not acknowledged the current answer epoch (`<>`, not `<`:
+    /// after a restore or a promotion the epoch can be lower than a lease's last acknowledgement).
     private static let unacknowledgedLeases = """
         SELECT count(*) FROM answer_leases
-        WHERE acked_epoch < (SELECT epoch FROM answer_epoch WHERE id = 1) AND expires_at > clock_timestamp()
+        WHERE acked_epoch <> (SELECT epoch FROM answer_epoch WHERE id = 1) AND expires_at > clock_timestamp()
         """
 
     /// Returns once every unexpired answer lease has acknowledged the answer epoch as it is now
@@ -419,7 +423,7 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     package func close() throws(StorageError) {
-        answers.stamps.stop()
+        answers.stamps.stop(timeout: answerTiming.stopWait)
         gate.stop()
         pool.closeIdleConnections()
     }

@@ -96,7 +96,7 @@ extension SQLTokenStore {
                 let found = try session.run(SharedSQL.deleteToken, [.blob(hash)]) == 1
                 try Self.audit(audit, found, in: session)
                 return found
-            }, as: audit == nil ? .statement : .transaction)
+            })
     }
 
     // MARK: Devices for administrators

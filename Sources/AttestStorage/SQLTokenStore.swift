@@ -126,6 +126,11 @@ enum SharedSQL {
     static let lockBucket = SQLStatement("SELECT tokens, updated_at FROM rate_buckets WHERE bucket = ?", forPostgreSQL: " FOR UPDATE")
     static let updateBucket = SQLStatement("UPDATE rate_buckets SET tokens = ?, updated_at = ? WHERE bucket = ?")
 
+    // MARK: Answers kept in memory
+
+    /// Raises PostgreSQL's answer epoch (migration 0011); SQLite has none.
+    static let raiseAnswerEpoch = SQLStatement(sqlite: "SELECT 1", postgresql: "UPDATE answer_epoch SET epoch = epoch + 1 WHERE id = 1")
+
     // MARK: Audit
 
     static let insertAudit = SQLStatement(SQLText.insert(into: "audit_log", AuditEntry.columns))
@@ -147,14 +152,17 @@ extension SQLTokenStore {
         return IntegrationState(status: try row.text(0), suspended: !(try row.isNull(1)))
     }
 
-    /// Runs `change`, one that can turn a token's 200 into a 401, as `work`, and returns only
-    /// once no node answers from memory what it kept before (`awaitAnswersRetired`), even when
-    /// this call changed nothing: a retry, or a second administrator, finding the work done must
-    /// not return before the first call's change is seen everywhere.
-    func retiringAnswers<T: Sendable>(
-        _ change: (any SQLSession) throws(StorageError) -> T, as work: SQLWork = .transaction
-    ) throws(StorageError) -> T {
-        let value = try perform(work, change)
+    /// Runs `change`, one that can turn a token's 200 into a 401, in a transaction that first
+    /// raises the answer epoch, and returns only once no node answers from memory what it kept
+    /// before (`awaitAnswersRetired`). Raised whatever `change` finds: a retry, or a second
+    /// administrator, finding the work done (a token a concurrent refresh trimmed, one the purge
+    /// removed by a clock ahead of the node's) must still not return while a node serves it.
+    /// First, so that revocations serialise on the epoch's row before they lock anything else.
+    func retiringAnswers<T: Sendable>(_ change: (any SQLSession) throws(StorageError) -> T) throws(StorageError) -> T {
+        let value = try perform(.transaction) { session throws(StorageError) -> T in
+            try session.run(SharedSQL.raiseAnswerEpoch, [])
+            return try change(session)
+        }
         try awaitAnswersRetired()
         return value
     }
@@ -256,6 +264,11 @@ extension SQLTokenStore {
         // answers of a capped integration's tokens; changing the cap raises it.
         try retiringAnswers(
             { session throws(StorageError) -> Bool? in
+                // Locked first, as a revocation does: a refresh (which holds the row FOR KEY
+                // SHARE) then trims under the cap this change leaves, or commits before it.
+                guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else {
+                    return nil
+                }
                 let changed = try session.run(
                     SharedSQL.updatePolicy,
                     [
