@@ -38,6 +38,23 @@ struct AnswerLeaseTests {
         func advance(_ duration: Duration) { clock.withLock { $0 += duration } }
     }
 
+    /// A cache under the lease, and `look()`: a lookup of `TokenLookupCacheTests.record` through
+    /// it, counting those that reach the (stand-in) database.
+    final class CountedLookups: Sendable {
+        let cache: TokenLookupCache<PostgresAnswerLease>
+        let lookups = Atomic<Int>(0)
+
+        init(_ lease: PostgresAnswerLease) { cache = TokenLookupCache(stamps: lease) }
+
+        func look() throws -> TokenRecord? {
+            let record = TokenLookupCacheTests.record
+            return try cache.activeToken(hash: record.tokenHash, at: 2_000) { () throws(StorageError) -> TokenRecord? in
+                lookups.add(1, ordering: .relaxed)
+                return record
+            }
+        }
+    }
+
     @Test("nothing from memory before the first renewal; after it, the epoch the database answered is applied and acknowledged")
     func firstRenewal() {
         let world = World()
@@ -102,24 +119,17 @@ struct AnswerLeaseTests {
         let world = World()
         world.answers.withLock { $0 = [5] }
         world.lease.renewOnce()
-        let cache = TokenLookupCache(stamps: world.lease)
-        let record = TokenLookupCacheTests.record
-        let lookups = Atomic<Int>(0)
-        func look() throws -> TokenRecord? {
-            try cache.activeToken(hash: record.tokenHash, at: 2_000) { () throws(StorageError) -> TokenRecord? in
-                lookups.add(1, ordering: .relaxed)
-                return record
-            }
-        }
+        let cached = CountedLookups(world.lease)
+        func look() throws -> TokenRecord? { try cached.look() }
         _ = try look()
         _ = try look()
-        #expect(lookups.load(ordering: .relaxed) == 1)
+        #expect(cached.lookups.load(ordering: .relaxed) == 1)
         world.answers.withLock { $0 = [4] }
         world.lease.renewOnce()
         world.answers.withLock { $0 = [5] }
         world.lease.renewOnce()
         _ = try look()
-        #expect(lookups.load(ordering: .relaxed) == 2, "an answer kept under epoch 5 was served when the epoch came back to 5")
+        #expect(cached.lookups.load(ordering: .relaxed) == 2, "an answer kept under epoch 5 was served when the epoch came back to 5")
     }
 
     @Test("a stop withdraws the lease, and a renewal that answers after it does not bring it back")
@@ -136,22 +146,16 @@ struct AnswerLeaseTests {
     func cacheFollowsTheEpoch() throws {
         let world = World()
         world.lease.renewOnce()
-        let cache = TokenLookupCache(stamps: world.lease)
-        let record = TokenLookupCacheTests.record
-        let lookups = Atomic<Int>(0)
-        func look() throws -> TokenRecord? {
-            try cache.activeToken(hash: record.tokenHash, at: 2_000) { () throws(StorageError) -> TokenRecord? in
-                lookups.add(1, ordering: .relaxed)
-                return record
-            }
-        }
+        let cached = CountedLookups(world.lease)
+        let (cache, record) = (cached.cache, TokenLookupCacheTests.record)
+        func look() throws -> TokenRecord? { try cached.look() }
         #expect(try look() == record)
         #expect(try look() == record)
-        #expect(lookups.load(ordering: .relaxed) == 1)
+        #expect(cached.lookups.load(ordering: .relaxed) == 1)
         world.answers.withLock { $0 = [1] }
         world.lease.renewOnce()
         #expect(try look() == record)
-        #expect(lookups.load(ordering: .relaxed) == 2, "an answer kept under epoch 0 was served under epoch 1")
+        #expect(cached.lookups.load(ordering: .relaxed) == 2, "an answer kept under epoch 0 was served under epoch 1")
         // The epoch moves while the lookup runs: its answer is not kept.
         world.answers.withLock { $0 = [2] }
         _ = try cache.activeToken(hash: Array(repeating: 9, count: 32), at: 2_000) { () throws(StorageError) -> TokenRecord? in
@@ -164,6 +168,6 @@ struct AnswerLeaseTests {
         // Without a lease nothing is served or kept.
         world.lease.withdraw()
         #expect(try look() == record)
-        #expect(lookups.load(ordering: .relaxed) == 3)
+        #expect(cached.lookups.load(ordering: .relaxed) == 3)
     }
 }
