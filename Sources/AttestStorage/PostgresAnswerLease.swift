@@ -11,7 +11,8 @@ package struct AnswerLeaseTiming: Sendable {
     /// revocation waits at most this long for a node that died without withdrawing its lease.
     package var lasts: Duration
     /// A revocation that has not seen every live lease acknowledge it after this long throws (it
-    /// stays committed): only a node that renews without applying the epoch could cause it.
+    /// stays committed): a node that renews without acknowledging, or a database that stops
+    /// answering the revocation's polls.
     package var waitLimit: Duration
     /// How long a stop waits for the lease thread to delete the node's row (a database that
     /// hangs must not hold up attestd's stop: the row then runs out by itself within `lasts`).

@@ -344,13 +344,7 @@ package final class PostgresTokenStore: SQLTokenStore {
 
     /// Starts this node's answer lease (attestd): token answers are kept in memory from its
     /// first renewal on, and every revocation waits for the lease to acknowledge it.
-    package func keepAnswers() {
-        // Leases of nodes that died long ago (never waited for: they expired) are dropped.
-        _ = try? write { connection throws(StorageError) in try connection.query(Self.deleteOldLeases) }
-        answers.stamps.start()
-    }
-
-    private static let deleteOldLeases = "DELETE FROM answer_leases WHERE expires_at < clock_timestamp() - interval '1 hour'"
+    package func keepAnswers() { answers.stamps.start() }
 
     /// Renews node `$1`'s lease for `$3` milliseconds of the database's clock, acknowledging
     /// epoch `$2`, and answers the current epoch (read when the statement began).
@@ -361,7 +355,9 @@ package final class PostgresTokenStore: SQLTokenStore {
         RETURNING (SELECT epoch FROM answer_epoch WHERE id = 1)
         """
 
-    private static let deleteLease = "DELETE FROM answer_leases WHERE node = $1"
+    /// Node `$1`'s lease, and those of nodes that died an hour ago or more (long expired, never
+    /// waited for), at a clean stop: nothing at start, where the database may not answer yet.
+    private static let deleteLease = "DELETE FROM answer_leases WHERE node = $1 OR expires_at < clock_timestamp() - interval '1 hour'"
 
     /// The unexpired leases that have not acknowledged the current answer epoch (`<>`, not `<`:
     /// after a restore or a promotion the epoch can be lower than a lease's last acknowledgement).

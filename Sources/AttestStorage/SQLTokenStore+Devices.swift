@@ -91,24 +91,22 @@ extension SQLTokenStore {
     }
 
     package func revokeToken(hash: [UInt8], audit: AuditNote<Bool>?) throws(StorageError) -> Bool {
-        try retiringAnswers(
-            { session throws(StorageError) -> Bool in
-                let found = try session.run(SharedSQL.deleteToken, [.blob(hash)]) == 1
-                try Self.audit(audit, found, in: session)
-                return found
-            })
+        try retiringAnswers { session throws(StorageError) -> Bool in
+            let found = try session.run(SharedSQL.deleteToken, [.blob(hash)]) == 1
+            try Self.audit(audit, found, in: session)
+            return found
+        }
     }
 
     // MARK: Devices for administrators
 
     package func blockDevice(keyID: [UInt8], at time: Int64, audit: AuditNote<Int>?) throws(StorageError) -> Int? {
-        try retiringAnswers(
-            { session throws(StorageError) -> Int? in
-                guard try session.run(SharedSQL.blockDevice, [.integer(time), .blob(keyID)]) == 1 else { return nil }
-                let tokens = try session.run(SharedSQL.deleteTokensOfDevice, [.blob(keyID)])
-                try Self.audit(audit, tokens, in: session)
-                return tokens
-            })
+        try retiringAnswers { session throws(StorageError) -> Int? in
+            guard try session.run(SharedSQL.blockDevice, [.integer(time), .blob(keyID)]) == 1 else { return nil }
+            let tokens = try session.run(SharedSQL.deleteTokensOfDevice, [.blob(keyID)])
+            try Self.audit(audit, tokens, in: session)
+            return tokens
+        }
     }
 
     package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {

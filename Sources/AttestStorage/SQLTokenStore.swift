@@ -32,9 +32,9 @@ package protocol SQLTokenStore: TokenStore {
     static var purgeBatch: Int { get }
 
     /// Returns once no node answers from memory what it kept before the changes committed so far
-    /// (PostgreSQL: every unexpired answer lease has acknowledged the answer epoch, which the
-    /// database's triggers raised in their transactions); SQLite's kept answers are retired by the
-    /// commit itself. Throws when that cannot be confirmed; the changes stay committed.
+    /// (PostgreSQL: every unexpired answer lease has acknowledged the answer epoch as it is now,
+    /// raised by those changes); SQLite's kept answers are retired by the commit itself. Throws
+    /// when that cannot be confirmed; the changes stay committed.
     func awaitAnswersRetired() throws(StorageError)
 }
 
@@ -226,35 +226,33 @@ extension SQLTokenStore {
     package func revokeIntegration(
         clientID: String, at time: Int64, audit: AuditNote<RevocationSummary>?
     ) throws(StorageError) -> RevocationSummary? {
-        try retiringAnswers(
-            { session throws(StorageError) -> RevocationSummary? in
-                // Locks the row first: waits for transactions holding it FOR KEY SHARE, and makes any
-                // later one wait for this commit and then see 'revoked'.
-                guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else { return nil }
-                let changed = try session.run(SharedSQL.revoke, [.integer(time), .text(clientID)]) == 1
-                let tokens = try session.run(SharedSQL.deleteLiveTokensOfIntegration, [.text(clientID), .integer(time)])
-                // Expired tokens are inert already; remove them too so nothing of the integration lingers.
-                try session.run(SharedSQL.deleteTokensOfIntegration, [.text(clientID)])
-                let devices = try session.run(SharedSQL.blockDevicesOfIntegration, [.integer(time), .text(clientID)])
-                try session.run(SharedSQL.deleteChallengesOfIntegration, [.text(clientID)])
-                let summary = RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
-                try Self.audit(audit, summary, in: session)
-                return summary
-            })
+        try retiringAnswers { session throws(StorageError) -> RevocationSummary? in
+            // Locks the row first: waits for transactions holding it FOR KEY SHARE, and makes any
+            // later one wait for this commit and then see 'revoked'.
+            guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else { return nil }
+            let changed = try session.run(SharedSQL.revoke, [.integer(time), .text(clientID)]) == 1
+            let tokens = try session.run(SharedSQL.deleteLiveTokensOfIntegration, [.text(clientID), .integer(time)])
+            // Expired tokens are inert already; remove them too so nothing of the integration lingers.
+            try session.run(SharedSQL.deleteTokensOfIntegration, [.text(clientID)])
+            let devices = try session.run(SharedSQL.blockDevicesOfIntegration, [.integer(time), .text(clientID)])
+            try session.run(SharedSQL.deleteChallengesOfIntegration, [.text(clientID)])
+            let summary = RevocationSummary(changed: changed, tokensRevoked: tokens, devicesBlocked: devices)
+            try Self.audit(audit, summary, in: session)
+            return summary
+        }
     }
 
     package func setSuspended(clientID: String, at time: Int64?, audit: AuditNote<Bool>?) throws(StorageError) -> Bool? {
-        try retiringAnswers(
-            { session throws(StorageError) -> Bool? in
-                switch try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) {
-                case .missing: return nil
-                case .revoked: return false
-                case .active, .suspended:
-                    try session.run(SharedSQL.suspend, [SQLValue(time), .text(clientID)])
-                    try Self.audit(audit, true, in: session)
-                    return true
-                }
-            })
+        try retiringAnswers { session throws(StorageError) -> Bool? in
+            switch try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) {
+            case .missing: return nil
+            case .revoked: return false
+            case .active, .suspended:
+                try session.run(SharedSQL.suspend, [SQLValue(time), .text(clientID)])
+                try Self.audit(audit, true, in: session)
+                return true
+            }
+        }
     }
 
     package func updatePolicy(
@@ -262,23 +260,22 @@ extension SQLTokenStore {
     ) throws(StorageError) -> Bool? {
         // A cap lets refreshes delete tokens without raising the answer epoch, so nodes keep no
         // answers of a capped integration's tokens; changing the cap raises it.
-        try retiringAnswers(
-            { session throws(StorageError) -> Bool? in
-                // Locked first, as a revocation does: a refresh (which holds the row FOR KEY
-                // SHARE) then trims under the cap this change leaves, or commits before it.
-                guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else {
-                    return nil
-                }
-                let changed = try session.run(
-                    SharedSQL.updatePolicy,
-                    [
-                        .integer(policy.requireValidReceipt ? 1 : 0), SQLValue(policy.maxRiskMetric.map(Int64.init)),
-                        SQLValue(policy.maxNewKeysPerHour.map(Int64.init)), SQLValue(maxLiveTokensPerDevice.map(Int64.init)),
-                        .text(clientID),
-                    ])
-                guard changed == 1 else { return nil }
-                try Self.audit(audit, (), in: session)
-                return true
-            })
+        try retiringAnswers { session throws(StorageError) -> Bool? in
+            // Locked first, as a revocation does: a refresh (which holds the row FOR KEY
+            // SHARE) then trims under the cap this change leaves, or commits before it.
+            guard try Self.integrationState(clientID, SharedSQL.lockIntegrationForUpdate, in: session) != .missing else {
+                return nil
+            }
+            let changed = try session.run(
+                SharedSQL.updatePolicy,
+                [
+                    .integer(policy.requireValidReceipt ? 1 : 0), SQLValue(policy.maxRiskMetric.map(Int64.init)),
+                    SQLValue(policy.maxNewKeysPerHour.map(Int64.init)), SQLValue(maxLiveTokensPerDevice.map(Int64.init)),
+                    .text(clientID),
+                ])
+            guard changed == 1 else { return nil }
+            try Self.audit(audit, (), in: session)
+            return true
+        }
     }
 }

@@ -258,13 +258,18 @@ struct PostgresAnswerLeaseTests {
         #expect(try world.other.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == nil)
     }
 
-    @Test("a node's clean stop removes its lease, so no revocation waits for it to run out")
+    @Test("a node's clean stop removes its lease, so no revocation waits for it to run out, and the leases of nodes dead for an hour")
     func closeRemovesTheLease() throws {
         let world = try World(lasts: .seconds(30), waitLimit: .seconds(5))
         try world.nodeKeepingToken()
-        #expect(try world.leaseRows() == 1)
+        let connection = try PostgresConnection(world.settings)
+        try connection.query(
+            "INSERT INTO answer_leases VALUES ('node_long_dead', 0, clock_timestamp() - interval '2 hours'), "
+                + "('node_just_dead', 0, clock_timestamp() - interval '10 minutes')")
+        #expect(try world.leaseRows() == 3)
         try world.node.close()
-        #expect(try world.leaseRows() == 0)
+        #expect(try connection.query("SELECT node FROM answer_leases").string(0, 0) == "node_just_dead")
+        #expect(try world.leaseRows() == 1)
         let started = ContinuousClock.now
         #expect(try world.other.revokeToken(hash: world.token(1).tokenHash, audit: nil))
         #expect(ContinuousClock.now - started < .seconds(2))
