@@ -71,8 +71,10 @@ extension TokenService {
         try stored { () throws(StorageError) in try store.statistics() }
     }
 
-    /// Closes the storage at a clean stop (after the last request).
+    /// Closes the storage at a clean stop (after the last request), once the writes handed to
+    /// the write waiters have ended.
     package func closeStorage() throws(ServiceError) {
+        writeWaiters.stop()
         try stored { () throws(StorageError) in try store.close() }
     }
 

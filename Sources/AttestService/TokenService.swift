@@ -66,12 +66,14 @@ package final class TokenService: Sendable {
     let receipts: ReceiptVerifier?
     /// Told every receipt verdict at attestation (for the metrics).
     let observer: (any ServiceObserver)?
+    /// Wait for the durable writes of `attest(_:from:then:)` and `refresh(_:from:then:)`.
+    let writeWaiters: WriteWaiters
 
     /// A service over `store`, verifying attestations with `verifier`.
     package init(
         store: any ServiceStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy(), receipts: ReceiptVerifier? = nil,
-        observer: (any ServiceObserver)? = nil
+        observer: (any ServiceObserver)? = nil, writeWaiters: Int = 16
     ) {
         self.store = store
         self.verifier = verifier
@@ -82,6 +84,7 @@ package final class TokenService: Sendable {
         anchorFingerprints = Set(verifier.anchors.map(\.sha256Hex))
         self.receipts = receipts
         self.observer = observer
+        self.writeWaiters = WriteWaiters(limit: writeWaiters)
     }
 
     // MARK: Challenge
@@ -154,9 +157,24 @@ package final class TokenService: Sendable {
     /// `attest` on a request as presented: its other fields are decoded here, so that a malformed
     /// one spends the challenge by the ledger's rule.
     package func attest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> IssuedToken {
+        try prepareAttest(presented, from: address).issue()
+    }
+
+    /// `attest`, answered through `reply` exactly once: the checks and the verification on this
+    /// thread, the registration's durable commit on a write waiter (`WriteWaiters`), so that the
+    /// caller (an HTTP worker) serves other requests while the commit is flushed.
+    package func attest(
+        _ presented: Presented<AttestRequest>, from address: String,
+        then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
+    ) {
+        issueLater({ () throws(ServiceError) in try prepareAttest(presented, from: address) }, then: reply)
+    }
+
+    /// Everything `attest` does before its registration is written.
+    func prepareAttest(_ presented: Presented<AttestRequest>, from address: String) throws(ServiceError) -> PreparedToken {
         try requireAgreeingClock()
         let now = clock.now()
-        return try presenting(presented, .attestation, now: now) { request, found throws(ServiceError) -> IssuedToken in
+        return try presenting(presented, .attestation, now: now) { request, found throws(ServiceError) -> PreparedToken.Write in
             let integration = try activeIntegration(request.clientID)
             found = integration.clientID
             return try attest(request, integration: integration, from: address, now: now)
@@ -165,7 +183,7 @@ package final class TokenService: Sendable {
 
     private func attest(
         _ request: AttestRequest, integration: IntegrationRecord, from address: String, now: Int64
-    ) throws(ServiceError) -> IssuedToken {
+    ) throws(ServiceError) -> PreparedToken.Write {
         try limit(.address(address), policy.perAddress, now: now)
         let challengeID = try challenges.usable(request.challenge, for: integration, now: now)
         if let maximum = integration.policy.maxNewKeysPerHour {
@@ -190,55 +208,91 @@ package final class TokenService: Sendable {
             throw ServiceError.rejected(error, attestation: true)
         }
         let receipt = try receiptState(of: verified, integration: integration, now: now)
-        // Only now: a request that failed verification (or the required receipt check) spent
-        // nothing of the new-key budget, which genuine devices need.
-        try sharedLimit(.attestations(clientID: integration.clientID), policy.attestPerIntegration, now: now)
-        return try register(
+        let registration = try register(
             verified, receipt: receipt, keyID: request.keyID, integration: integration, challengeID: challengeID, now: now)
+        let clientID = integration.clientID
+        let rate = policy.attestPerIntegration
+        return { () throws(ServiceError) -> IssuedToken in
+            // Only now: a request that failed verification (or the required receipt check) spent
+            // nothing of the new-key budget, which genuine devices need. With the registration,
+            // as it is a write too (the caller's thread waits for neither).
+            try self.sharedLimit(.attestations(clientID: clientID), rate, now: now)
+            return try registration()
+        }
     }
 
     /// Runs a device request's use case on its fields, decoded inside the challenge ledger's
-    /// `spendingOnFailure` (so a malformed field spends the challenge), its outcome reported.
+    /// `spendingOnFailure` (so a malformed field spends the challenge), up to its write; the
+    /// write, when issued, runs under the same rule. The outcome is reported once: a refusal
+    /// before the write at once, the write's outcome when it ends.
     private func presenting<Request>(
         _ presented: Presented<Request>, _ kind: VerificationKind, now: Int64,
-        _ body: (Request, inout String?) throws(ServiceError) -> IssuedToken
-    ) throws(ServiceError) -> IssuedToken {
-        try observed(kind) { (found: inout String?) throws(ServiceError) -> IssuedToken in
-            try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) -> IssuedToken in
+        _ body: (Request, inout String?) throws(ServiceError) -> PreparedToken.Write
+    ) throws(ServiceError) -> PreparedToken {
+        var found: String?
+        let write: PreparedToken.Write
+        do {
+            write = try challenges.spendingOnFailure(presented.challenge, now: now) { () throws(ServiceError) in
                 try body(try presented.fields(), &found)
             }
-        }
-    }
-
-    /// Runs a verification, reporting its outcome to the observer: overall, and per integration
-    /// once `body` has set the integration's stored client ID (`found`).
-    private func observed(
-        _ kind: VerificationKind, _ body: (inout String?) throws(ServiceError) -> IssuedToken
-    ) throws(ServiceError) -> IssuedToken {
-        var found: String?
-        do {
-            let token = try body(&found)
-            observer?.verificationFinished(kind, outcome: "ok", clientID: found)
-            observer?.tokenIssued()
-            return token
         } catch {
-            switch (error.code, error.subcode) {
-            case (.attestationRejected, _), (.assertionRejected, _), (.malformedRequest, .check):
-                observer?.verificationFinished(kind, outcome: error.subcode.identifier, clientID: found)
-            case (.malformedRequest, _):
-                observer?.verificationFinished(kind, outcome: error.subcode.identifier, clientID: nil)
-            default:
-                break
-            }
+            report(kind, error, clientID: found)
             throw error
         }
+        let challenge = presented.challenge
+        let clientID = found
+        return PreparedToken { () throws(ServiceError) -> IssuedToken in
+            do throws(ServiceError) {
+                let token = try self.challenges.spendingOnFailure(challenge, now: now, write)
+                self.observer?.verificationFinished(kind, outcome: "ok", clientID: clientID)
+                self.observer?.tokenIssued()
+                return token
+            } catch {
+                self.report(kind, error, clientID: clientID)
+                throw error
+            }
+        }
     }
 
-    /// Stores the verified key and its first token, consuming the challenge in the same transaction.
+    /// Runs `prepare` on this thread and, when it succeeds, the write it prepared on a write
+    /// waiter; `reply` hears the outcome once.
+    private func issueLater(
+        _ prepare: () throws(ServiceError) -> PreparedToken, then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
+    ) {
+        let prepared: PreparedToken
+        do {
+            prepared = try prepare()
+        } catch {
+            return reply(.failure(error))
+        }
+        writeWaiters.run {
+            do throws(ServiceError) {
+                reply(.success(try prepared.issue()))
+            } catch {
+                reply(.failure(error))
+            }
+        }
+    }
+
+    /// Reports a refused verification to the observer: overall, and per integration when
+    /// `clientID` (the stored one) is known.
+    private func report(_ kind: VerificationKind, _ error: ServiceError, clientID: String?) {
+        switch (error.code, error.subcode) {
+        case (.attestationRejected, _), (.assertionRejected, _), (.malformedRequest, .check):
+            observer?.verificationFinished(kind, outcome: error.subcode.identifier, clientID: clientID)
+        case (.malformedRequest, _):
+            observer?.verificationFinished(kind, outcome: error.subcode.identifier, clientID: nil)
+        default:
+            break
+        }
+    }
+
+    /// The write that stores the verified key and its first token, consuming the challenge in the
+    /// same transaction.
     private func register(
         _ verified: VerifiedAttestation, receipt: ReceiptState?, keyID: KeyID, integration: IntegrationRecord, challengeID: [UInt8],
         now: Int64
-    ) throws(ServiceError) -> IssuedToken {
+    ) throws(ServiceError) -> PreparedToken.Write {
         let (token, record) = try mint(for: integration, keyID: keyID, now: now)
         let device = DeviceRecord(
             keyID: keyID.bytes, clientID: integration.clientID, publicKey: verified.publicKey, counter: 0,
@@ -249,9 +303,16 @@ package final class TokenService: Sendable {
         // count before verification only saves the work, two registrations racing past it are
         // settled here.
         let cap = integration.policy.maxNewKeysPerHour.map { NewKeyCap(maximum: $0, since: now - 3600) }
-        let outcome = try stored { () throws(StorageError) in
-            try store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now, newKeyCap: cap)
+        return { () throws(ServiceError) -> IssuedToken in
+            let outcome = try stored { () throws(StorageError) in
+                try self.store.registerDevice(device, firstToken: record, consumingChallenge: challengeID, at: now, newKeyCap: cap)
+            }
+            return try Self.registered(outcome, token: token, cap: cap)
         }
+    }
+
+    private static func registered(_ outcome: RegistrationOutcome, token: IssuedToken, cap: NewKeyCap?) throws(ServiceError) -> IssuedToken
+    {
         switch outcome {
         case .registered: return token
         case .newKeyCapReached:
@@ -276,9 +337,23 @@ package final class TokenService: Sendable {
     /// `refresh` on a request as presented: its other fields are decoded here, so that a
     /// malformed one spends the challenge by the ledger's rule.
     package func refresh(_ presented: Presented<RefreshRequest>, from address: String) throws(ServiceError) -> IssuedToken {
+        try prepareRefresh(presented).issue()
+    }
+
+    /// `refresh`, answered through `reply` exactly once: the reads and the verification on this
+    /// thread, the counter's durable write on a write waiter (as `attest(_:from:then:)`).
+    package func refresh(
+        _ presented: Presented<RefreshRequest>, from address: String,
+        then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
+    ) {
+        issueLater({ () throws(ServiceError) in try prepareRefresh(presented) }, then: reply)
+    }
+
+    /// Everything `refresh` does before the counter is written.
+    func prepareRefresh(_ presented: Presented<RefreshRequest>) throws(ServiceError) -> PreparedToken {
         try requireAgreeingClock()
         let now = clock.now()
-        return try presenting(presented, .assertion, now: now) { request, found throws(ServiceError) -> IssuedToken in
+        return try presenting(presented, .assertion, now: now) { request, found throws(ServiceError) -> PreparedToken.Write in
             // The three reads in one go (one round trip on PostgreSQL); checked in the same order as apart.
             let inputs = try stored { () throws(StorageError) in
                 try store.refreshInputs(
@@ -293,7 +368,7 @@ package final class TokenService: Sendable {
 
     private func refresh(
         _ request: RefreshRequest, device: DeviceRecord?, challengeID: [UInt8], integration: IntegrationRecord, now: Int64
-    ) throws(ServiceError) -> IssuedToken {
+    ) throws(ServiceError) -> PreparedToken.Write {
         // Why parse before the device is looked at: a malformed assertion gets the same answer
         // whether or not its key is registered, so the answer is no oracle for registered keys.
         do throws(AttestError) {
@@ -328,11 +403,20 @@ package final class TokenService: Sendable {
             throw ServiceError.rejected(error, attestation: false)
         }
         let (token, record) = try mint(for: integration, keyID: request.keyID, now: now)
-        let outcome = try stored { () throws(StorageError) in
-            try store.advanceCounter(
-                keyID: request.keyID.bytes, from: device.counter, to: verified.counter, at: now, token: record,
-                consumingChallenge: challengeID, keepingLatest: integration.maxLiveTokensPerDevice)
+        let keyID = request.keyID.bytes
+        let counters = (from: device.counter, to: verified.counter)
+        let keepingLatest = integration.maxLiveTokensPerDevice
+        return { () throws(ServiceError) -> IssuedToken in
+            let outcome = try stored { () throws(StorageError) in
+                try self.store.advanceCounter(
+                    keyID: keyID, from: counters.from, to: counters.to, at: now, token: record, consumingChallenge: challengeID,
+                    keepingLatest: keepingLatest)
+            }
+            return try Self.advanced(outcome, token: token)
         }
+    }
+
+    private static func advanced(_ outcome: CounterAdvance, token: IssuedToken) throws(ServiceError) -> IssuedToken {
         switch outcome {
         case .advanced: return token
         case .challengeUsed: throw ServiceError.challengeUsed
@@ -404,4 +488,12 @@ package final class TokenService: Sendable {
         }
         return ids
     }
+}
+
+/// A device request checked and verified, its token minted: what is left is the durable write
+/// (attest's registration, refresh's counter), run by `issue` on any thread, once.
+struct PreparedToken: Sendable {
+    typealias Write = @Sendable () throws(ServiceError) -> IssuedToken
+
+    let issue: Write
 }

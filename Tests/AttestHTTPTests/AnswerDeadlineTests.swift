@@ -29,6 +29,17 @@ struct AnswerDeadlineTests {
                 late.hold { reply { _ throws(Problem) in HTTPResponse(status: 200) } }
             })
         builder.root.add(
+            "GET", "/write", name: "write",
+            .later(
+                { context, reply throws(Problem) in
+                    context.log.clientID = "clid_noted_by_the_start"
+                    late.hold {
+                        reply { context throws(Problem) in
+                            HTTPResponse(status: 200, headers: [HTTPHeader(name: "X-Noted", value: context.log.clientID ?? "")], body: [])
+                        }
+                    }
+                }, deadline: .storesOwn))
+        builder.root.add(
             "GET", "/soon", name: "soon", .later { _, reply throws(Problem) in reply { _ throws(Problem) in HTTPResponse(status: 200) } })
         return builder.router(middleware: [], answerDeadline: .milliseconds(300))
     }
@@ -71,5 +82,26 @@ struct AnswerDeadlineTests {
         late.giveAll()
         for _ in 0..<100 { #expect(router.respond(to: HTTPRequest(method: "GET", path: "/soon")).status == 200) }
         #expect(router.answerDeadlines.pendingCount == 0)
+    }
+
+    @Test("a durable write's answer has no deadline of the router's, and the builder sees what the start noted in the context")
+    func writesWaitForTheirOwnAnswer() {
+        let late = HeldAnswers()
+        let router = Self.router(late: late)
+        let answered = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            let response = router.respond(to: HTTPRequest(method: "GET", path: "/write"))
+            answered.withLock { $0 = response }
+            done.signal()
+        }.start()
+        // Three times the router's deadline: the answer is still the route's to give.
+        #expect(done.wait(timeout: .now() + .milliseconds(900)) == .timedOut)
+        #expect(router.answerDeadlines.pendingCount == 0)
+        late.giveAll()
+        #expect(done.wait(timeout: .now() + .seconds(5)) == .success)
+        let response = answered.withLock { $0 }
+        #expect(response?.status == 200)
+        #expect(response?.headers.contains(HTTPHeader(name: "X-Noted", value: "clid_noted_by_the_start")) == true)
     }
 }

@@ -3,7 +3,9 @@ import AttestHTTPServer
 import AttestService
 
 /// What devices call: `/v1/challenge`, `/v1/attest`, `/v1/token` (docs/API.md). Decoding only;
-/// every decision, the challenge rules included, is the service's.
+/// every decision, the challenge rules included, is the service's. Attest and token answer once
+/// their durable write has committed, which the worker does not wait for: it verifies the next
+/// request meanwhile, and the writes that queue up share a flush.
 struct DeviceRoutes: Sendable {
     let service: TokenService
     /// Test mode accepts seeded challenges of any length (recorded devices).
@@ -11,8 +13,8 @@ struct DeviceRoutes: Sendable {
 
     func register(in group: RouteGroup) {
         group.on("POST", "/v1/challenge", name: "challenge", challenge)
-        group.on("POST", "/v1/attest", name: "attest", attest)
-        group.on("POST", "/v1/token", name: "token", token)
+        group.add("POST", "/v1/attest", name: "attest", .later(attest, deadline: .storesOwn))
+        group.add("POST", "/v1/token", name: "token", .later(token, deadline: .storesOwn))
     }
 
     private func challenge(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
@@ -24,15 +26,15 @@ struct DeviceRoutes: Sendable {
         return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
     }
 
-    private func attest(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func attest(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
         let (presented, client): (Presented<AttestRequest>, String) = try present(
             &context, .attestation, limit: AttestationObject.maximumSize)
-        return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.attest(presented, from: client) })
+        service.attest(presented, from: client) { issued in reply(Self.tokenResponse(issued)) }
     }
 
-    private func token(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func token(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
         let (presented, client): (Presented<RefreshRequest>, String) = try present(&context, .assertion, limit: AssertionObject.maximumSize)
-        return Self.tokenResponse(try Problem.calling { () throws(ServiceError) in try service.refresh(presented, from: client) })
+        service.refresh(presented, from: client) { issued in reply(Self.tokenResponse(issued)) }
     }
 
     /// An attest or refresh body as presented (`object` names its CBOR field) and the client's address.
@@ -58,6 +60,13 @@ struct DeviceRoutes: Sendable {
             try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: acceptsSeededChallenges)
         }
         return Presented(challenge: challenge) { () throws(ServiceError) in try decode(challenge) }
+    }
+
+    /// The builder of the answer to an attest or refresh.
+    private static func tokenResponse(_ outcome: Result<IssuedToken, ServiceError>) -> RouteAnswer.Build {
+        { _ throws(Problem) in
+            tokenResponse(try Problem.calling { () throws(ServiceError) in try outcome.get() })
+        }
     }
 
     private static func tokenResponse(_ token: IssuedToken) -> HTTPResponse {

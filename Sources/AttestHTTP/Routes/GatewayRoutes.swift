@@ -19,7 +19,7 @@ struct GatewayRoutes: Sendable {
     }
 
     /// Forward-auth: 200 with the workspace, or 401.
-    private func authorize(_ context: RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+    private func authorize(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
         let token = try Self.bearerToken(context.request)
         service.introspect(token) { outcome in
             reply { context throws(Problem) in
@@ -37,7 +37,7 @@ struct GatewayRoutes: Sendable {
     }
 
     /// RFC 7662 introspection of the form's `token`.
-    private func introspect(_ context: RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+    private func introspect(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
         let token = try Self.formToken(context.request)
         service.introspect(token) { outcome in
             reply { context throws(Problem) in

@@ -82,11 +82,12 @@ final class PendingAnswer: Sendable {
     }
 
     private let state = Mutex(State())
-    private let deadlines: AnswerDeadlines
+    /// Nil: no deadline (`RouteAnswer.LaterDeadline.storesOwn`).
+    private let deadlines: AnswerDeadlines?
     private let send: @Sendable (@escaping RouteAnswer.Build) -> Void
 
     /// `send` delivers the builder of the response (once).
-    init(deadlines: AnswerDeadlines, send: @escaping @Sendable (@escaping RouteAnswer.Build) -> Void) {
+    init(deadlines: AnswerDeadlines?, send: @escaping @Sendable (@escaping RouteAnswer.Build) -> Void) {
         self.deadlines = deadlines
         self.send = send
     }
@@ -99,12 +100,13 @@ final class PendingAnswer: Sendable {
             return .some(state.ticket)
         }
         guard case .some(let registered) = ticket else { return }
-        if let registered { deadlines.remove(registered) }
+        if let registered { deadlines?.remove(registered) }
         send(build)
     }
 
     /// Starts the deadline, unless the answer came already (a store that answered at once).
     func startDeadline() {
+        guard let deadlines else { return }
         let limit = deadlines.limit
         state.withLock { state in
             guard !state.answered else { return }

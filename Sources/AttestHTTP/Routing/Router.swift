@@ -11,10 +11,22 @@ enum RouteAnswer: Sendable {
 
     /// At once, on the worker.
     case now(Build)
-    /// After work that must not hold a worker (a PostgreSQL round trip): the closure checks the
-    /// request and starts the work, which calls `reply` exactly once with the builder of the
-    /// response. The worker serves other connections meanwhile; the builder runs on it again.
-    case later(@Sendable (RequestContext, _ reply: @escaping Reply) throws(Problem) -> Void)
+    /// After work that must not hold a worker (a PostgreSQL round trip, a durable commit): the
+    /// closure checks the request (it may note what the log line says, in the context) and starts
+    /// the work, which calls `reply` exactly once with the builder of the response. The worker
+    /// serves other connections meanwhile; the builder runs on it again.
+    case later(Start, deadline: LaterDeadline = .router)
+
+    typealias Start = @Sendable (inout RequestContext, _ reply: @escaping Reply) throws(Problem) -> Void
+
+    /// How long a later answer may take.
+    enum LaterDeadline: Sendable {
+        /// The router's: past it, 503 `storage_unavailable` (a lookup, which changes nothing).
+        case router
+        /// None of the router's: the work's own timeouts bound it (a durable write, whose
+        /// outcome a 503 could not tell the client).
+        case storesOwn
+    }
 }
 
 /// One endpoint: method, path pattern, name in metrics and logs, its own middleware, its answer.
@@ -89,12 +101,14 @@ package struct Router: HTTPResponder {
                 let response = try build(&context)
                 let finished = finish(response, context, applied)
                 complete { finished }
-            case .later(let start):
-                let begun = context
+            case .later(let start, let deadline):
                 let chain = applied
-                let pending = PendingAnswer(deadlines: answerDeadlines) { build in
+                // The context as the start left it, read by the builder: it runs on the worker
+                // after `answer` has returned (`DeferredResponse`, `WaitingAnswer`).
+                let started = Mutex(context)
+                let pending = PendingAnswer(deadlines: deadline == .router ? answerDeadlines : nil) { build in
                     complete {
-                        var context = begun
+                        var context = started.withLock { $0 }
                         let response: HTTPResponse
                         do throws(Problem) {
                             response = try build(&context)
@@ -104,7 +118,8 @@ package struct Router: HTTPResponder {
                         return finish(response, context, chain)
                     }
                 }
-                try start(begun) { build in pending.reply(build) }
+                try start(&context) { build in pending.reply(build) }
+                started.withLock { $0 = context }
                 pending.startDeadline()
             }
         } catch {

@@ -1,0 +1,47 @@
+import AttestStorage
+import AttestTesting
+import Foundation
+import Testing
+
+/// Attest and refresh answer once their durable write has committed, without holding their HTTP
+/// worker while it does (issue 22, item 3): with one worker, a write waiting for the database
+/// leaves the worker free for every other request.
+@Suite("HTTP: the durable write holds no worker")
+struct WriteOffWorkerTests {
+    /// A request's bytes, to send without waiting for its answer.
+    static func post(_ target: String, _ json: String) -> String {
+        "POST \(target) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
+    }
+
+    @Test("with one worker, an attestation and a refresh waiting for the write lock leave authorize answered; both get 200 once it is free")
+    func oneWorkerServesWhileWriting() throws {
+        let world = try HTTPWorld {
+            $0.threads = 1
+            $0.busyTimeoutMilliseconds = 10_000
+        }
+        let client = try world.client()
+        var refreshing = try SyntheticDevice()
+        let token = try world.attest(client, device: refreshing)
+        let attestBody = try world.attestBody(client, device: try SyntheticDevice())
+        let refreshBody = try world.refreshBody(client, device: &refreshing)
+        let attesting = try world.client()
+        let refresher = try world.client()
+        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
+        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
+        let whileHeld: [Int] = try holder.immediateTransaction {
+            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+            try attesting.send(Self.post("/v1/attest", attestBody))
+            try refresher.send(Self.post("/v1/token", refreshBody))
+            // Both writes are verified and waiting for the lock; the one worker answers these.
+            return try (0..<3).map { _ in try world.authorize(client, token: token).status }
+        }
+        #expect(whileHeld == [200, 200, 200])
+        let attested = try attesting.receiveResponse()
+        #expect(attested.status == 200, "\(attested.text)")
+        #expect(world.json(attested)["access_token"] is String)
+        let refreshed = try refresher.receiveResponse()
+        #expect(refreshed.status == 200, "\(refreshed.text)")
+        let fresh = try #require(world.json(refreshed)["access_token"] as? String)
+        #expect(try world.authorize(client, token: fresh).status == 200)
+    }
+}

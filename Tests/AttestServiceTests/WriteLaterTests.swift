@@ -1,0 +1,181 @@
+import AttestCore
+import AttestStorage
+import AttestTesting
+import Dispatch
+import Foundation
+import Synchronization
+import Testing
+
+@testable import AttestService
+
+/// Attest and refresh answered later (issue 22, item 3): the checks and the verification on the
+/// caller's thread, the durable write on a write waiter, so that an HTTP worker verifies the next
+/// request while the commit is flushed, and the writes that queue up share a flush.
+@Suite("Attest and refresh: the write off the caller's thread")
+struct WriteLaterTests {
+    /// The outcome `reply` got, whether it came before the call returned, and the thread it came on.
+    final class Answer: Sendable {
+        private struct State {
+            var outcome: Result<IssuedToken, ServiceError>?
+            var onCaller = false
+        }
+
+        private let state = Mutex(State())
+        private let done = DispatchSemaphore(value: 0)
+
+        /// Calls `start` with a reply that records the answer; returns whether it came before `start` returned.
+        func run(_ start: (@escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void) -> Void) -> Self {
+            let callerThread = pthread_self()
+            start { outcome in
+                let onCaller = pthread_self() == callerThread
+                self.state.withLock {
+                    $0.outcome = outcome
+                    $0.onCaller = onCaller
+                }
+                self.done.signal()
+            }
+            return self
+        }
+
+        func wait() -> (outcome: Result<IssuedToken, ServiceError>?, onCaller: Bool) {
+            guard done.wait(timeout: .now() + .seconds(10)) == .success else { return (nil, false) }
+            return state.withLock { ($0.outcome, $0.onCaller) }
+        }
+    }
+
+    @Test("an attestation and a refresh that verify are written on another thread and answered with an active token")
+    func writtenElsewhere() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        var device = try SyntheticDevice()
+        let attestRequest = try world.attestRequest(device)
+        let attested = Answer().run { reply in world.service.attest(Presented(attestRequest), from: "127.0.0.1", then: reply) }.wait()
+        #expect(!attested.onCaller)
+        let first = try #require(try attested.outcome?.get())
+        #expect(try world.service.introspect(first.accessToken) != nil)
+        #expect(try world.store.device(keyID: device.keyID)?.status == .active)
+
+        let request = try world.refreshRequest(&device)
+        let refreshed = Answer().run { reply in world.service.refresh(Presented(request), from: "127.0.0.1", then: reply) }.wait()
+        #expect(!refreshed.onCaller)
+        let second = try #require(try refreshed.outcome?.get())
+        #expect(try world.service.introspect(second.accessToken) != nil)
+        #expect(try world.store.device(keyID: device.keyID)?.counter == 1)
+    }
+
+    @Test("a request refused by its checks is answered on the caller's thread, spends its challenge and writes no device")
+    func refusedAtOnce() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let device = try SyntheticDevice()
+        var broken = try world.attestRequest(try SyntheticDevice())
+        broken.keyID = try #require(KeyID(device.keyID))  // another key's ID: the nonce and key ID checks fail
+        let refused = Answer().run { reply in world.service.attest(Presented(broken), from: "127.0.0.1", then: reply) }.wait()
+        #expect(refused.onCaller)
+        #expect(serviceError { try refused.outcome?.get() }?.code == .attestationRejected)
+        #expect(try world.store.device(keyID: device.keyID) == nil)
+        #expect(try world.store.challenge(id: broken.challenge.storedID)?.consumed == true)
+    }
+
+    @Test("a write refused after the checks (the integration suspended in between) spends the challenge and writes nothing")
+    func refusedByTheWrite() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let device = try SyntheticDevice()
+        let request = try world.attestRequest(device)
+        let prepared = try world.service.prepareAttest(Presented(request), from: "127.0.0.1")
+        #expect(try world.store.challenge(id: request.challenge.storedID)?.consumed == false)
+        #expect(try world.admin.setSuspended(clientID: world.integration.clientID, true) == true)
+        #expect(serviceError { try prepared.issue() }?.code == .integrationSuspended)
+        #expect(try world.store.device(keyID: device.keyID) == nil)
+        #expect(try world.store.challenge(id: request.challenge.storedID)?.consumed == true)
+    }
+
+    @Test("a refresh prepared twice with one counter: the first write wins, the second is refused and mints nothing")
+    func preparedRefreshesRace() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        var device = try SyntheticDevice()
+        _ = try world.service.attest(try world.attestRequest(device), from: "127.0.0.1")
+        let first = try world.service.prepareRefresh(Presented(try world.refreshRequest(&device, counter: 5)))
+        let second = try world.service.prepareRefresh(Presented(try world.refreshRequest(&device, counter: 5)))
+        let token = try first.issue()
+        #expect(serviceError { try second.issue() } == ServiceError(.assertionRejected, .check(.counterNotIncreasing), ""))
+        #expect(try world.service.introspect(token.accessToken) != nil)
+        #expect(try world.store.device(keyID: device.keyID)?.counter == 5)
+    }
+}
+
+/// The threads that wait for writes (`WriteWaiters`).
+@Suite("Write waiters")
+struct WriteWaitersTests {
+    /// Work that waits until the test opens the gate, recording the order it started in.
+    final class Gate: Sendable {
+        private let open = DispatchSemaphore(value: 0)
+        let started = Mutex<[Int]>([])
+        let finished = DispatchGroup()
+
+        func work(_ index: Int) -> WriteWaiters.Work {
+            finished.enter()
+            return {
+                self.started.withLock { $0.append(index) }
+                self.open.wait()
+                self.open.signal()
+                self.finished.leave()
+            }
+        }
+
+        func release() { open.signal() }
+    }
+
+    /// Waits up to 5 s for `condition`.
+    static func eventually(_ condition: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
+    @Test("runs at most `limit` at once, the rest first come first served, and its threads end when idle")
+    func limitOrderAndIdle() {
+        let waiters = WriteWaiters(limit: 2, idleLimit: .milliseconds(100))
+        #expect(waiters.load == (0, 0))
+        let gate = Gate()
+        for index in 0..<6 { waiters.run(gate.work(index)) }
+        #expect(Self.eventually { gate.started.withLock { $0.count } == 2 })
+        #expect(waiters.load == (2, 4))
+        gate.release()
+        #expect(gate.finished.wait(timeout: .now() + .seconds(5)) == .success)
+        #expect(Array(gate.started.withLock { $0 }.dropFirst(2)) == [2, 3, 4, 5])
+        #expect(Self.eventually { waiters.load == (0, 0) })
+        // A thread that ended is started again for new work.
+        let again = Gate()
+        again.release()
+        waiters.run(again.work(0))
+        #expect(again.finished.wait(timeout: .now() + .seconds(5)) == .success)
+        waiters.stop()
+    }
+
+    @Test("stop lets the queued work finish first; work given after it runs on the caller's thread")
+    func stopDrains() {
+        let waiters = WriteWaiters(limit: 1)
+        let gate = Gate()
+        for index in 0..<3 { waiters.run(gate.work(index)) }
+        let stopped = DispatchSemaphore(value: 0)
+        DispatchQueue(label: "stopper").async {
+            waiters.stop()
+            stopped.signal()
+        }
+        #expect(stopped.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        gate.release()
+        #expect(stopped.wait(timeout: .now() + .seconds(5)) == .success)
+        #expect(gate.started.withLock { $0 } == [0, 1, 2])
+        #expect(waiters.load == (0, 0))
+        let caller = pthread_self()
+        let ranHere = Mutex(false)
+        waiters.run { ranHere.withLock { $0 = pthread_self() == caller } }
+        #expect(ranHere.withLock { $0 })
+    }
+}
