@@ -27,7 +27,8 @@ Every figure is printed beside references measured in the same run:
     median ratio decides); --only-attest runs this part alone;
   - paired rounds (--pairs, default 3): SQLite then PostgreSQL, one node each, authorize and refresh,
     one right after the other; the median of the rounds' ratios is what the PostgreSQL targets
-    are judged on (a single pass moves by 15 % or more from run to run here).
+    are judged on (a single pass moves by 15 % or more from run to run here); --only-refresh runs
+    them alone, after each store's commit rate.
 Targets (issue figures): authorize and introspect >= 0.5 x nginx (median of the rounds, both
 stores); refresh/s >= 2 x the store's commit rate; refresh on PostgreSQL >= SQLite's; authorize on
 PostgreSQL >= 0.5 x SQLite's; attest >= 0.8 x the in-process verifier for the same threads.
@@ -97,6 +98,32 @@ def purge_line(figures):
     authorize_p99, challenge_p99, removed, reference_authorize, reference_challenge = figures
     return ("%d rows purged; during it authorize p99 %s (the same load without a purge: %s), challenge p99 %s (without: %s)   "
             "(target: no stall over 50 ms)" % (removed, authorize_p99, reference_authorize, challenge_p99, reference_challenge))
+
+
+def print_pairs(pairs, commit_rates):
+    """The paired rounds, the two PostgreSQL targets and refresh against each store's commit rate."""
+    def ratio(a, b):
+        return "%.2f" % (a / b if b else 0)
+
+    for index, (sqlite_pair, pg_pair) in enumerate(pairs):
+        print("paired round %d: authorize/s SQLite %.1f PostgreSQL %.1f (%s); refresh/s SQLite %.1f PostgreSQL %.1f (%s)"
+              % (index + 1, sqlite_pair[0], pg_pair[0], ratio(pg_pair[0], sqlite_pair[0]), sqlite_pair[1], pg_pair[1],
+                 ratio(pg_pair[1], sqlite_pair[1])))
+    if pairs:
+        def median(values):
+            return sorted(values)[len(values) // 2]
+        print("authorize PostgreSQL / SQLite, median of %d paired rounds: %.2f   (target >= 0.5)"
+              % (len(pairs), median([p[0] / s[0] for s, p in pairs])))
+        print("refresh PostgreSQL / SQLite, median of %d paired rounds:   %.2f   (target >= 1.0)"
+              % (len(pairs), median([p[1] / s[1] for s, p in pairs])))
+        sqlite_refresh = median([s[1] for s, p in pairs])
+        pg_refresh = median([p[1] for s, p in pairs])
+        print("SQLite: one-row commits/s (sqlite3, WAL, synchronous=FULL) %.0f; refresh/s %.0f (median of the pairs): %.2f x   "
+              "(target >= 2)" % (commit_rates["sqlite"], sqlite_refresh, sqlite_refresh / commit_rates["sqlite"]))
+        print("PostgreSQL: one-row commits/s (psql, one connection) %.0f; refresh/s %.0f: %.2f x   (target >= 2); "
+              "transactions per WAL flush during the refreshes: %s" % (
+                  commit_rates["pg1"], pg_refresh, pg_refresh / commit_rates["pg1"],
+                  " ".join("%.1f" % p[2] for s, p in pairs)))
 
 
 def print_gateway(gateway, rounds):
@@ -437,6 +464,8 @@ def main():
     parser.add_argument("--only-gateway", action="store_true", help="only the gateway check's interleaved rounds, on both stores")
     parser.add_argument("--only-attest", action="store_true",
                         help="only attest over HTTP (1 thread on core 0) against the in-process verifier, in alternating rounds")
+    parser.add_argument("--only-refresh", action="store_true",
+                        help="only each store's commit rate and the paired rounds (refresh against it, both stores)")
     parser.add_argument("--attest-rounds", type=int, default=3, help="alternating rounds of attest over HTTP and the verifier")
     parser.add_argument("--large-tokens", type=int, default=10000000, help="live tokens in the large tables")
     parser.add_argument("--large-devices", type=int, default=1000000, help="devices in the large tables")
@@ -510,6 +539,28 @@ def main():
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.attest_rounds, time.monotonic() - started))
         print_pinned(pinned)
         print_pinned_ratios(pinned)
+        shutil.rmtree(bench.work, ignore_errors=True)
+        return
+
+    def paired_rounds():
+        pairs = []
+        for index in range(options.pairs):
+            sqlite_pair = bench.pair(os.path.join(bench.work, "pair%d.sqlite" % index))
+            reset_pg()
+            pg_pair = bench.pair(pg_url, wal=True)
+            pairs.append((sqlite_pair, pg_pair))
+            print("paired round %d: authorize %.1f / %.1f, refresh %.1f / %.1f (SQLite / PostgreSQL)"
+                  % (index + 1, sqlite_pair[0], pg_pair[0], sqlite_pair[1], pg_pair[1]), file=sys.stderr, flush=True)
+        return pairs
+
+    if options.only_refresh:
+        commit_rates = {"sqlite": sqlite_commit_rate(bench.work), "pg1": pg_commit_rate()}
+        pairs = paired_rounds()
+        print("date: %s  command: scripts/bench-load %d --only-refresh --pairs %d  (%.0f s in all)" % (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.pairs, time.monotonic() - started))
+        print_pairs(pairs, commit_rates)
+        for node in bench.nodes:
+            node.stop()
         shutil.rmtree(bench.work, ignore_errors=True)
         return
 
@@ -618,14 +669,7 @@ def main():
         # The two PostgreSQL targets once more, on paired rounds: SQLite then PostgreSQL, one right
         # after the other, `--pairs` times; the median ratio decides (one pass moves by 15 % or more
         # from run to run on this machine, and the passes above are minutes apart).
-        pairs = []
-        for index in range(options.pairs):
-            sqlite_pair = bench.pair(os.path.join(bench.work, "pair%d.sqlite" % index))
-            reset_pg()
-            pg_pair = bench.pair(pg_url, wal=True)
-            pairs.append((sqlite_pair, pg_pair))
-            print("paired round %d: authorize %.1f / %.1f, refresh %.1f / %.1f (SQLite / PostgreSQL)"
-                  % (index + 1, sqlite_pair[0], pg_pair[0], sqlite_pair[1], pg_pair[1]), file=sys.stderr, flush=True)
+        pairs = paired_rounds()
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)
@@ -654,25 +698,7 @@ def main():
     print("authorize / nginx (SQLite), single pass:  %s" % ratio(small["sqlite"]["authorize"][0], reference[0]))
     print("authorize PostgreSQL / SQLite (1 node):  %s   (first pass)" % ratio(small["pg1"]["authorize"][0], small["sqlite"]["authorize"][0]))
     print("refresh PostgreSQL / SQLite (1 node):    %s   (first pass)" % ratio(small["pg1"]["refresh"][0], small["sqlite"]["refresh"][0]))
-    for index, (sqlite_pair, pg_pair) in enumerate(pairs):
-        print("paired round %d: authorize/s SQLite %.1f PostgreSQL %.1f (%s); refresh/s SQLite %.1f PostgreSQL %.1f (%s)"
-              % (index + 1, sqlite_pair[0], pg_pair[0], ratio(pg_pair[0], sqlite_pair[0]), sqlite_pair[1], pg_pair[1],
-                 ratio(pg_pair[1], sqlite_pair[1])))
-    if pairs:
-        def median(values):
-            return sorted(values)[len(values) // 2]
-        print("authorize PostgreSQL / SQLite, median of %d paired rounds: %.2f   (target >= 0.5)"
-              % (len(pairs), median([p[0] / s[0] for s, p in pairs])))
-        print("refresh PostgreSQL / SQLite, median of %d paired rounds:   %.2f   (target >= 1.0)"
-              % (len(pairs), median([p[1] / s[1] for s, p in pairs])))
-        sqlite_refresh = median([s[1] for s, p in pairs])
-        pg_refresh = median([p[1] for s, p in pairs])
-        print("SQLite: one-row commits/s (sqlite3, WAL, synchronous=FULL) %.0f; refresh/s %.0f (median of the pairs): %.2f x   "
-              "(target >= 2)" % (commit_rates["sqlite"], sqlite_refresh, sqlite_refresh / commit_rates["sqlite"]))
-        print("PostgreSQL: one-row commits/s (psql, one connection) %.0f; refresh/s %.0f: %.2f x   (target >= 2); "
-              "transactions per WAL flush during the refreshes: %s" % (
-                  commit_rates["pg1"], pg_refresh, pg_refresh / commit_rates["pg1"],
-                  " ".join("%.1f" % p[2] for s, p in pairs)))
+    print_pairs(pairs, commit_rates)
     print("refresh 2 nodes / 1 node (PostgreSQL):   %s" % ratio(small["pg2"]["refresh"][0], small["pg1"]["refresh"][0]))
     print("authorize 2 nodes / 1 node (PostgreSQL): %s" % ratio(small["pg2"]["authorize"][0], small["pg1"]["authorize"][0]))
     print_scale(scale_ratios, scale_peaks, large_purges, large_label)
