@@ -57,6 +57,18 @@ extension TokenService {
         return TokenRevocation(hashPrefix: String(Hex.encode(hash).prefix(16)), clientID: live?.clientID, deleted: deleted)
     }
 
+    /// `revokeToken`, answered through `reply` exactly once from a write waiter: the revocation's
+    /// commit, and on PostgreSQL its wait for every node's answer lease, hold no HTTP worker.
+    package func revokeToken(_ token: String, then reply: @escaping @Sendable (Result<TokenRevocation?, ServiceError>) -> Void) {
+        writeWaiters.run {
+            do throws(ServiceError) {
+                reply(.success(try self.revokeToken(token)))
+            } catch {
+                reply(.failure(error))
+            }
+        }
+    }
+
     // MARK: Housekeeping
 
     /// Deletes expired tokens and challenges; returns how many rows went.

@@ -44,4 +44,32 @@ struct WriteOffWorkerTests {
         let fresh = try #require(world.json(refreshed)["access_token"] as? String)
         #expect(try world.authorize(client, token: fresh).status == 200)
     }
+
+    @Test(
+        "with one worker, a revocation waiting for the write lock leaves authorize answered; it gets 200 once free, and then the token is refused"
+    )
+    func revocationHoldsNoWorker() throws {
+        let world = try HTTPWorld {
+            $0.threads = 1
+            $0.busyTimeoutMilliseconds = 10_000
+        }
+        let client = try world.client()
+        let kept = try world.attest(client, device: try SyntheticDevice())
+        let revoked = try world.attest(client, device: try SyntheticDevice())
+        let revoker = try world.client()
+        let form = "token=\(revoked)"
+        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
+        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
+        let whileHeld: [Int] = try holder.immediateTransaction {
+            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+            try revoker.send(
+                "POST /v1/revoke HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \(world.gatewaySecret)\r\n"
+                    + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)")
+            return try (0..<3).map { _ in try world.authorize(client, token: kept).status }
+        }
+        #expect(whileHeld == [200, 200, 200])
+        #expect(try revoker.receiveResponse().status == 200)
+        #expect(try world.authorize(client, token: revoked).status == 401)
+        #expect(try world.authorize(client, token: kept).status == 200)
+    }
 }

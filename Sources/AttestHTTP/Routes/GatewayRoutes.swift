@@ -5,7 +5,7 @@ import AttestService
 /// What the API gateway calls: forward-auth (`GET /v1/authorize`, nginx `auth_request`, Envoy
 /// `ext_authz`), RFC 7662 introspection and RFC 7009 revocation. The last two need the gateway
 /// credential (`GatewayCredential`). Both checks answer after one token lookup, which on
-/// PostgreSQL waits without holding an HTTP worker.
+/// PostgreSQL waits without holding an HTTP worker; a revocation waits for its write the same way.
 struct GatewayRoutes: Sendable {
     let service: TokenService
     let secrets: GatewaySecrets?
@@ -15,7 +15,7 @@ struct GatewayRoutes: Sendable {
         group.group("", middleware: [GatewayCredential(secrets: secrets, realm: "attestd-introspect")])
             .add("POST", "/v1/introspect", name: "introspect", .later(introspect))
         group.group("", middleware: [GatewayCredential(secrets: secrets, realm: "attestd-revoke")])
-            .on("POST", "/v1/revoke", name: "revoke", revoke)
+            .add("POST", "/v1/revoke", name: "revoke", .later(revoke, deadline: .storesOwn))
     }
 
     /// Forward-auth: 200 with the workspace, or 401.
@@ -61,13 +61,19 @@ struct GatewayRoutes: Sendable {
     /// RFC 7009 revocation: 200 whatever the token was (unknown, expired, garbage), so the answer
     /// says nothing about it. The log line says what happened: a prefix of the token's SHA-256,
     /// the client ID of a live token, and `revoked` or `no_live_token`.
-    private func revoke(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    /// It answers once the revocation has committed (on PostgreSQL, once every node has dropped
+    /// its kept answers), without holding a worker meanwhile.
+    private func revoke(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
         let token = try Self.formToken(context.request)
-        let revocation = try Problem.calling { () throws(ServiceError) in try service.revokeToken(token) }
-        context.log.tokenHashPrefix = revocation?.hashPrefix
-        context.log.clientID = revocation?.clientID
-        context.log.outcome = revocation?.deleted == true ? "revoked" : "no_live_token"
-        return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
+        service.revokeToken(token) { outcome in
+            reply { context throws(Problem) in
+                let revocation = try Problem.calling { () throws(ServiceError) in try outcome.get() }
+                context.log.tokenHashPrefix = revocation?.hashPrefix
+                context.log.clientID = revocation?.clientID
+                context.log.outcome = revocation?.deleted == true ? "revoked" : "no_live_token"
+                return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
+            }
+        }
     }
 
     /// The `token` of a form body.
