@@ -26,6 +26,8 @@ package final class DeferredResponse: Sendable {
     private struct State {
         var phase = Phase.open
         var finish: Finish?
+        /// Registered with the parked connections before its work started (`reserve`).
+        var reserved = false
     }
 
     private let state = Mutex(State())
@@ -39,6 +41,25 @@ package final class DeferredResponse: Sendable {
         self.parkedConnections = parkedConnections
     }
 
+    /// The answer to a request the server will not start because it is stopping (503,
+    /// `Retry-After: 1`: it may be retried elsewhere).
+    package static var stopping: HTTPResponse { ParkedConnections.stopping }
+
+    /// Before work whose answer must be the work's own starts (a durable write: a 503 sent
+    /// while it commits would tell its client the wrong thing): registers the connection with the
+    /// parked ones, so that a stop that begins meanwhile waits for this answer (within its drain)
+    /// instead of refusing it. False, registering nothing, once the server is stopping: then
+    /// start nothing and answer `stopping`.
+    package func reserve() -> Bool {
+        state.withLock { state in
+            guard state.phase == .open else { return false }
+            if state.reserved { return true }
+            guard parkedConnections.insert(self) else { return false }
+            state.reserved = true
+            return true
+        }
+    }
+
     /// Gives the answer; `finish` builds the response on the connection's worker thread. Only
     /// the first call counts.
     package func complete(_ finish: @escaping Finish) {
@@ -47,10 +68,8 @@ package final class DeferredResponse: Sendable {
             let wasParked = state.phase == .parked
             state.phase = .answered
             state.finish = finish
-            if wasParked {
-                parkedConnections.remove(self)
-                MHD_resume_connection(connection)
-            }
+            if wasParked || state.reserved { parkedConnections.remove(self) }
+            if wasParked { MHD_resume_connection(connection) }
         }
     }
 
@@ -60,8 +79,9 @@ package final class DeferredResponse: Sendable {
         state.withLock { state -> Finish? in
             guard state.phase == .open else { return state.finish }
             // Why: libmicrohttpd aborts the process when it is stopped with a connection
-            // suspended, so once `stop` has begun a request that would park is answered now.
-            guard parkedConnections.insert(self) else {
+            // suspended, so once `stop` has begun a request that would park is answered now,
+            // unless it was registered before its work started (`reserve`): `stop` answers it.
+            guard state.reserved || parkedConnections.insert(self) else {
                 state.phase = .answered
                 state.finish = { ParkedConnections.stopping }
                 return state.finish

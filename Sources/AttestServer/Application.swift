@@ -170,7 +170,11 @@ package final class Application: Sendable {
         let cache = StatisticsCache()
         statistics = cache
         gatewaySecrets = secrets
-        let service = TokenService(store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics)
+        // As many write waiters as workers: on PostgreSQL they share the pool's connections, one
+        // per worker, so writes never take more of them than the workers could before.
+        let service = TokenService(
+            store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics,
+            writeWaiters: configuration.workerThreads)
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
@@ -207,7 +211,7 @@ package final class Application: Sendable {
                     ("process_threads", "Threads of attestd.", process?.threads ?? 0),
                     (
                         "attestd_http_parked_connections",
-                        "Device-facing connections waiting for their answer's lookup now (authorize and introspect).",
+                        "Device-facing connections waiting for their answer now: a lookup (authorize, introspect) or a write (attest, token, revoke).",
                         listener.parkedConnections
                     ),
                     ("attestd_http_connection_limit", "Connections the device-facing listener holds at most.", listener.connectionLimit),

@@ -73,7 +73,7 @@ package final class TokenService: Sendable {
     package init(
         store: any ServiceStore, verifier: AttestationVerifier, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(), policy: ServicePolicy = ServicePolicy(), receipts: ReceiptVerifier? = nil,
-        observer: (any ServiceObserver)? = nil, writeWaiters: Int = 16
+        observer: (any ServiceObserver)? = nil, writeWaiters: Int = 8
     ) {
         self.store = store
         self.verifier = verifier
@@ -215,8 +215,9 @@ package final class TokenService: Sendable {
         return { () throws(ServiceError) -> IssuedToken in
             // Only now: a request that failed verification (or the required receipt check) spent
             // nothing of the new-key budget, which genuine devices need. With the registration,
-            // as it is a write too (the caller's thread waits for neither).
-            try self.sharedLimit(.attestations(clientID: clientID), rate, now: now)
+            // as it is a write too (the caller's thread waits for neither); by the clock of now,
+            // not the request's, as the bucket is refilled by the time between its takes.
+            try self.sharedLimit(.attestations(clientID: clientID), rate, now: self.clock.now())
             return try registration()
         }
     }

@@ -51,6 +51,8 @@ final class WriteWaiters: Sendable {
             if let waiting = state.idle.popLast() { return .wake(waiting) }
             guard state.running < limit else { return .wait }
             state.running += 1
+            // Under the lock, so that a `stop` that follows finds the thread counted.
+            threads.enter()
             return .start
         }
         switch next {
@@ -72,8 +74,8 @@ final class WriteWaiters: Sendable {
         threads.wait()
     }
 
+    /// Starts a thread (`threads` entered already).
     private func start() {
-        threads.enter()
         // A serial queue of its own gets a thread even while every other thread blocks.
         DispatchQueue(label: "attestd.write-waiter").async { [self] in
             serve()

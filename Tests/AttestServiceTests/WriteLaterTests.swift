@@ -77,9 +77,13 @@ struct WriteLaterTests {
         #expect(try world.store.challenge(id: broken.challenge.storedID)?.consumed == true)
     }
 
-    @Test("a write refused after the checks (the integration suspended in between) spends the challenge and writes nothing")
+    @Test(
+        "a write refused after the checks spends the challenge and writes nothing: the integration suspended in between, the new-key bucket empty"
+    )
     func refusedByTheWrite() throws {
-        let world = try ServiceWorld()
+        var policy = ServicePolicy()
+        policy.attestPerIntegration = RateLimit(perSecond: 0.001, burst: 1)
+        let world = try ServiceWorld(policy: policy)
         defer { world.remove() }
         let device = try SyntheticDevice()
         let request = try world.attestRequest(device)
@@ -89,6 +93,17 @@ struct WriteLaterTests {
         #expect(serviceError { try prepared.issue() }?.code == .integrationSuspended)
         #expect(try world.store.device(keyID: device.keyID) == nil)
         #expect(try world.store.challenge(id: request.challenge.storedID)?.consumed == true)
+        #expect(try world.admin.setSuspended(clientID: world.integration.clientID, false) == true)
+
+        // The bucket's one token taken by the write above (charged before its registration): the
+        // next write is refused before it registers anything, and its challenge is spent by the
+        // write's own rule.
+        let second = try SyntheticDevice()
+        let refused = try world.attestRequest(second)
+        let limited = try world.service.prepareAttest(Presented(refused), from: "127.0.0.1")
+        #expect(serviceError { try limited.issue() }?.code == .rateLimited)
+        #expect(try world.store.device(keyID: second.keyID) == nil)
+        #expect(try world.store.challenge(id: refused.challenge.storedID)?.consumed == true)
     }
 
     @Test("a refresh prepared twice with one counter: the first write wins, the second is refused and mints nothing")
@@ -148,7 +163,9 @@ struct WriteWaitersTests {
         #expect(waiters.load == (2, 4))
         gate.release()
         #expect(gate.finished.wait(timeout: .now() + .seconds(5)) == .success)
-        #expect(Array(gate.started.withLock { $0 }.dropFirst(2)) == [2, 3, 4, 5])
+        // Two threads take the queued work in turn; which of them records first is theirs to race.
+        let started = gate.started.withLock { $0 }
+        #expect(Set(started.prefix(2)) == [0, 1] && Set(started.dropFirst(2)) == [2, 3, 4, 5])
         #expect(Self.eventually { waiters.load == (0, 0) })
         // A thread that ended is started again for new work.
         let again = Gate()

@@ -24,7 +24,8 @@ enum RouteAnswer: Sendable {
         /// The router's: past it, 503 `storage_unavailable` (a lookup, which changes nothing).
         case router
         /// None of the router's: the work's own timeouts bound it (a durable write, whose
-        /// outcome a 503 could not tell the client).
+        /// outcome a 503 could not tell the client). Such work is not started once the server is
+        /// stopping, and a stop waits for the answer of work it started (`DeferredResponse.reserve`).
         case storesOwn
     }
 }
@@ -78,17 +79,20 @@ package struct Router: HTTPResponder {
     /// a server).
     package func respond(to request: HTTPRequest) -> HTTPResponse {
         let waiting = WaitingAnswer()
-        answer(request) { finish in waiting.complete(finish) }
+        answer(request, reserve: { true }) { finish in waiting.complete(finish) }
         return waiting.wait()
     }
 
     /// Answers one request through `answer`; a route that answers later parks the connection.
     package func respond(to request: HTTPRequest, answer deferred: DeferredResponse) {
-        answer(request) { finish in deferred.complete(finish) }
+        answer(request, reserve: { deferred.reserve() }) { finish in deferred.complete(finish) }
     }
 
     /// Runs the request through middleware and route; `complete` gets the response's builder once.
-    private func answer(_ request: HTTPRequest, complete: @escaping @Sendable (@escaping DeferredResponse.Finish) -> Void) {
+    /// `reserve` is asked before a durable write starts (`DeferredResponse.reserve`).
+    private func answer(
+        _ request: HTTPRequest, reserve: () -> Bool, complete: @escaping @Sendable (@escaping DeferredResponse.Finish) -> Void
+    ) {
         var context = RequestContext(request: request)
         var applied = middleware
         do throws(Problem) {
@@ -103,6 +107,11 @@ package struct Router: HTTPResponder {
                 complete { finished }
             case .later(let start, let deadline):
                 let chain = applied
+                // A write is not started once the server is stopping: its answer could not wait.
+                guard deadline == .router || reserve() else {
+                    let finished = finish(DeferredResponse.stopping, context, chain)
+                    return complete { finished }
+                }
                 // The context as the start left it, read by the builder: it runs on the worker
                 // after `answer` has returned (`DeferredResponse`, `WaitingAnswer`).
                 let started = Mutex(context)
