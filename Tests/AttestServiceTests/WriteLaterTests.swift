@@ -121,6 +121,51 @@ struct WriteLaterTests {
     }
 }
 
+/// Every report the service makes, in order.
+final class RecordingObserver: ServiceObserver {
+    let reports = Mutex<[String]>([])
+    func receiptVerified(clientID: String, verdict: String, riskMetric: Int?) {}
+    func verificationFinished(_ kind: VerificationKind, outcome: String, clientID: String?) {
+        reports.withLock { $0.append("\(kind.rawValue) \(outcome) \(clientID ?? "-")") }
+    }
+    func tokenIssued() { reports.withLock { $0.append("token") } }
+}
+
+extension WriteLaterTests {
+    @Test("each request is reported once: a verified one after its write, a refused one by the check or the write that refused it")
+    func reportedOnce() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let observer = RecordingObserver()
+        let service = TokenService(
+            store: world.store, verifier: try AttestationVerifier(anchor: world.pki.anchor), clock: world.clock, observer: observer)
+        let clientID = world.integration.clientID
+        var device = try SyntheticDevice()
+        let attest = try world.attestRequest(device)
+        let attested = Answer().run { reply in service.attest(Presented(attest), from: "127.0.0.1", then: reply) }.wait()
+        #expect((try? attested.outcome?.get()) != nil)
+        #expect(observer.reports.withLock { $0 } == ["attestation ok \(clientID)", "token"])
+
+        var broken = try world.attestRequest(try SyntheticDevice())
+        broken.keyID = try #require(KeyID(device.keyID))
+        _ = Answer().run { reply in service.attest(Presented(broken), from: "127.0.0.1", then: reply) }.wait()
+        let afterRefusal = observer.reports.withLock { $0 }
+        #expect(afterRefusal.count == 3 && afterRefusal[2].hasPrefix("attestation ") && !afterRefusal[2].hasPrefix("attestation ok"))
+
+        // Two refreshes prepared with one counter: nothing is reported before a write ends.
+        let first = try service.prepareRefresh(Presented(try world.refreshRequest(&device, counter: 5)))
+        let second = try service.prepareRefresh(Presented(try world.refreshRequest(&device, counter: 5)))
+        #expect(observer.reports.withLock { $0.count } == 3)
+        _ = try first.issue()
+        #expect(serviceError { try second.issue() }?.code == .assertionRejected)
+        let counterCheck = ServiceError.Subcode.check(.counterNotIncreasing).identifier
+        #expect(
+            Array(observer.reports.withLock { $0 }.dropFirst(3)) == [
+                "assertion ok \(clientID)", "token", "assertion \(counterCheck) \(clientID)",
+            ])
+    }
+}
+
 /// The threads that wait for writes (`WriteWaiters`).
 @Suite("Write waiters")
 struct WriteWaitersTests {
