@@ -53,11 +53,11 @@ struct StopDuringWriteTests {
             server.stop()
             stopped.signal()
         }.start()
-        #expect(eventually { server.context.isStopping.load(ordering: .sequentiallyConsistent) })
+        #expect(eventually(within: 5) { server.context.isStopping.load(ordering: .sequentiallyConsistent) })
 
         // The first write's start returns now, with its work under way: the connection parks.
         proceed.signal()
-        #expect(eventually { server.context.parked.count == 1 })
+        #expect(eventually(within: 5) { server.context.parked.count == 1 })
 
         // Arriving now: refused at once, and its work never starts. (After the first start has
         // returned: libmicrohttpd may serve both connections on the one worker.)
@@ -72,14 +72,4 @@ struct StopDuringWriteTests {
         #expect(try writer.receiveResponse().status == 200)
         #expect(stopped.wait(timeout: .now() + .seconds(65)) == .success)
     }
-}
-
-/// Polls `condition` every 5 ms until it holds or 5 s pass; returns its last value.
-private func eventually(_ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
 }
