@@ -8,8 +8,9 @@ import Synchronization
 /// builds the response with the given closure and sends it. An answer given before the worker
 /// could park the connection is sent at once. Only the first `complete` counts: `HTTPServer.stop`
 /// answers a connection still parked when it gives up waiting with 503, and a later answer from
-/// the responder is then dropped. Once the server is stopping nothing parks any more: an answer
-/// that has not come when the worker would park is 503 at once (`ParkedConnections.close`).
+/// the responder is then dropped. Once the server is stopping nothing new parks: an answer that
+/// has not come when the worker would park is 503 at once (`ParkedConnections.close`), unless the
+/// connection was registered before its work started (`reserve`).
 package final class DeferredResponse: Sendable {
     /// Builds the response on the connection's worker thread.
     package typealias Finish = @Sendable () -> HTTPResponse

@@ -97,18 +97,22 @@ package final class HTTPServer: Sendable {
     /// Stops accepting connections, lets in-flight requests finish (for at most the connection timeout,
     /// or 10 s when it is 0), then stops the worker threads and closes every connection. From the
     /// start of the stop, a request whose answer is deferred and has not come when its worker would
-    /// park it gets 503 with `Retry-After` at once; the ones parked before are answered 503 when
-    /// the wait ends; libmicrohttpd is stopped only with none parked.
+    /// park it gets 503 with `Retry-After` at once, unless it was registered before its work
+    /// started (`DeferredResponse.reserve`, a durable write): that one parks and gets its own
+    /// answer within the wait. The ones still parked when the wait ends are answered 503;
+    /// libmicrohttpd is stopped only with none parked.
     ///
     /// Idempotent and thread-safe: a second caller waits for the first to finish, then returns.
     package func stop() {
         daemon.withLock { daemon in
             guard let handle = daemon else { return }
             daemon = nil
-            context.isStopping.store(true, ordering: .sequentiallyConsistent)
-            // From here on a request that would wait for a deferred answer gets 503 at once, so the
-            // parked connections can only become fewer (libmicrohttpd aborts when stopped with one).
+            // From here on a request that would wait for a deferred answer gets 503 at once (one
+            // registered before, `reserve`, still parks), so the parked connections can only become
+            // fewer (libmicrohttpd aborts when stopped with one). Closed before `isStopping` is
+            // set: whoever sees the server stopping finds the set closed.
             context.parked.close()
+            context.isStopping.store(true, ordering: .sequentiallyConsistent)
             let listenSocket = MHD_quiesce_daemon(handle)
             if listenSocket != MHD_INVALID_SOCKET {
                 // MHD says not to close the socket until MHD_stop_daemon (a worker may still hold the

@@ -211,7 +211,7 @@ package final class Application: Sendable {
                     ("process_threads", "Threads of attestd.", process?.threads ?? 0),
                     (
                         "attestd_http_parked_connections",
-                        "Device-facing connections waiting for their answer now: a lookup (authorize, introspect) or a write (attest, token, revoke).",
+                        "Device-facing connections waiting for their answer now: a lookup (authorize, introspect) or a write (attest, token, revoke; counted from the start of its checks).",
                         listener.parkedConnections
                     ),
                     ("attestd_http_connection_limit", "Connections the device-facing listener holds at most.", listener.connectionLimit),

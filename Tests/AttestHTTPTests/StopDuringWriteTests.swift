@@ -17,6 +17,7 @@ struct StopDuringWriteTests {
     func writesAndStop() throws {
         let entered = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
+        let returned = DispatchSemaphore(value: 0)
         let starts = Mutex(0)
         let held = AnswerDeadlineTests.HeldAnswers()
         let builder = RouterBuilder()
@@ -34,6 +35,7 @@ struct StopDuringWriteTests {
                         proceed.wait()
                     }
                     held.hold { reply { _ throws(Problem) in HTTPResponse(status: 200) } }
+                    if first { returned.signal() }
                 }, deadline: .storesOwn))
         builder.root.on("GET", "/now", name: "now") { _ throws(Problem) in HTTPResponse(status: 200) }
         // Idle connections outlive a slow moment of a loaded machine (60 s, which is also the drain).
@@ -57,7 +59,7 @@ struct StopDuringWriteTests {
 
         // The first write's start returns now, with its work under way: the connection parks.
         proceed.signal()
-        #expect(eventually(within: 5) { server.context.parked.count == 1 })
+        #expect(returned.wait(timeout: .now() + .seconds(10)) == .success)
 
         // Arriving now: refused at once, and its work never starts. (After the first start has
         // returned: libmicrohttpd may serve both connections on the one worker.)
