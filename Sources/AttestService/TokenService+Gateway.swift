@@ -60,13 +60,7 @@ extension TokenService {
     /// `revokeToken`, answered through `reply` exactly once from a write waiter: the revocation's
     /// commit, and on PostgreSQL its wait for every node's answer lease, hold no HTTP worker.
     package func revokeToken(_ token: String, then reply: @escaping @Sendable (Result<TokenRevocation?, ServiceError>) -> Void) {
-        writeWaiters.run {
-            do throws(ServiceError) {
-                reply(.success(try self.revokeToken(token)))
-            } catch {
-                reply(.failure(error))
-            }
-        }
+        writeWaiters.run({ () throws(ServiceError) in try self.revokeToken(token) }, then: reply)
     }
 
     // MARK: Housekeeping

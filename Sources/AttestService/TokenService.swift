@@ -266,13 +266,7 @@ package final class TokenService: Sendable {
         } catch {
             return reply(.failure(error))
         }
-        writeWaiters.run {
-            do throws(ServiceError) {
-                reply(.success(try prepared.issue()))
-            } catch {
-                reply(.failure(error))
-            }
-        }
+        writeWaiters.run(prepared.issue, then: reply)
     }
 
     /// Reports a refused verification to the observer: overall, and per integration when

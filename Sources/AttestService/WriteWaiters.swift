@@ -63,6 +63,13 @@ final class WriteWaiters: Sendable {
         }
     }
 
+    /// Runs `body` as `run` does, and tells `reply` its outcome.
+    func run<T: Sendable>(
+        _ body: @escaping @Sendable () throws(ServiceError) -> T, then reply: @escaping @Sendable (Result<T, ServiceError>) -> Void
+    ) {
+        run { reply(Result { () throws(ServiceError) -> T in try body() }) }
+    }
+
     /// Lets the queued work finish and waits until every thread has ended.
     func stop() {
         let waiting = state.withLock { state -> [DispatchSemaphore] in
