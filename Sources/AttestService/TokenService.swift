@@ -96,26 +96,64 @@ package final class TokenService: Sendable {
     /// store statement. Either way nothing reaches the rate limiter for a client ID never found.
     package func issueChallenge(clientID requested: ClientID, from address: String) throws(ServiceError) -> IssuedChallenge {
         try requireAgreeingClock()
-        // Every in-memory key below is the client ID as stored (a hint holds only IDs read from
-        // the store), never merely what the request spelt.
-        let clientID: String
-        if activeHints.contains(requested.text) {
-            clientID = requested.text
-        } else {
-            clientID = try activeIntegration(requested).clientID
-            activeHints.remember(clientID)
-        }
+        return try issueChallengeOnAgreeingClock(requested, from: address)
+    }
+
+    /// `issueChallenge`, answered through `reply` exactly once. The insert runs on a waiter
+    /// (`WriteWaiters`), and so does the integration's read when this node has not seen it
+    /// active: an HTTP worker never waits for the store here, so a slow statement (a disk busy
+    /// flushing, a lock) does not hold the gateway checks the same worker answers from memory.
+    /// The clock check and, for a known integration, the rate limits refuse at once, on this thread.
+    package func issueChallenge(
+        clientID requested: ClientID, from address: String,
+        then reply: @escaping @Sendable (Result<IssuedChallenge, ServiceError>) -> Void
+    ) {
         let now = clock.now()
-        // Why both in one step: a request refused by its address's own limit must not also spend
-        // the integration's budget, or one address held to its limit drains every other device's
-        // challenges (issue 18, M2).
+        do throws(ServiceError) {
+            try requireAgreeingClock()
+            guard activeHints.contains(requested.text) else {
+                return writeWaiters.run(
+                    { () throws(ServiceError) in try self.issueChallengeOnAgreeingClock(requested, from: address) }, then: reply)
+            }
+            try takeChallengeBudget(requested.text, from: address, now: now)
+        } catch {
+            return reply(.failure(error))
+        }
+        writeWaiters.run({ () throws(ServiceError) in try self.storeChallenge(requested, as: requested.text, now: now) }, then: reply)
+    }
+
+    private func issueChallengeOnAgreeingClock(_ requested: ClientID, from address: String) throws(ServiceError) -> IssuedChallenge {
+        let clientID = try activeClientID(requested)
+        let now = clock.now()
+        try takeChallengeBudget(clientID, from: address, now: now)
+        return try storeChallenge(requested, as: clientID, now: now)
+    }
+
+    /// The client ID as stored: every in-memory key below is one (a hint holds only IDs read from
+    /// the store), never merely what the request spelt.
+    private func activeClientID(_ requested: ClientID) throws(ServiceError) -> String {
+        if activeHints.contains(requested.text) { return requested.text }
+        let clientID = try activeIntegration(requested).clientID
+        activeHints.remember(clientID)
+        return clientID
+    }
+
+    /// Both limits a challenge spends, in one step: a request refused by its address's own limit
+    /// must not also spend the integration's budget, or one address held to its limit drains
+    /// every other device's challenges (issue 18, M2).
+    private func takeChallengeBudget(_ clientID: String, from address: String, now: Int64) throws(ServiceError) {
         if let wait = limiter.take(
             [(.challenges(clientID: clientID), policy.challengePerIntegration), (.address(address), policy.perAddress)],
             now: Double(now))
         {
             throw ServiceError.rateLimited(retryAfter: wait)
         }
-        return try whileActive(requested) { () throws(ServiceError) -> IssuedChallenge? in
+    }
+
+    /// Inserts a fresh challenge for `clientID` (the stored spelling of `requested`) while the
+    /// integration is active.
+    private func storeChallenge(_ requested: ClientID, as clientID: String, now: Int64) throws(ServiceError) -> IssuedChallenge {
+        try whileActive(requested) { () throws(ServiceError) -> IssuedChallenge? in
             let issued = try challenges.issue(for: clientID, random: random, now: now)
             if issued == nil { activeHints.forget(clientID) }
             return issued

@@ -2,9 +2,10 @@ import Dispatch
 import Synchronization
 
 /// Threads that wait for the store's durable writes on behalf of the HTTP workers
-/// (`TokenService.attest(_:from:then:)`, `refresh(_:from:then:)`): a worker verifies, hands the
-/// write here and serves the next request, and the writes that arrive while one commit is being
-/// flushed share the next flush (SQLite's group commit; PostgreSQL's own). As nginx's thread
+/// (`TokenService.attest(_:from:then:)`, `refresh(_:from:then:)`, and a challenge's insert,
+/// `issueChallenge(clientID:from:then:)`): a worker verifies, hands the write here and serves
+/// the next request, and the writes that arrive while one commit is being flushed share the next
+/// flush (SQLite's group commit; PostgreSQL's own). As nginx's thread
 /// pools take blocking file operations off its event loops.
 ///
 /// Threads start when work arrives and none is idle, up to `limit`, and end after

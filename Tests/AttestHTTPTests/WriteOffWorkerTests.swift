@@ -4,8 +4,8 @@ import Foundation
 import Testing
 
 /// Attest and refresh answer once their durable write has committed, without holding their HTTP
-/// worker while it does (issue 22, item 3): with one worker, a write waiting for the database
-/// leaves the worker free for every other request.
+/// worker while it does (issue 22, item 3), and a challenge's insert holds none either: with one
+/// worker, a write waiting for the database leaves the worker free for every other request.
 @Suite("HTTP: the durable write holds no worker")
 struct WriteOffWorkerTests {
     /// A request's bytes, to send without waiting for its answer.
@@ -43,6 +43,28 @@ struct WriteOffWorkerTests {
         #expect(refreshed.status == 200, "\(refreshed.text)")
         let fresh = try #require(world.json(refreshed)["access_token"] as? String)
         #expect(try world.authorize(client, token: fresh).status == 200)
+    }
+
+    @Test("with one worker, a challenge waiting for the write lock leaves authorize answered; it gets its challenge once the lock is free")
+    func challengeHoldsNoWorker() throws {
+        let world = try HTTPWorld {
+            $0.threads = 1
+            $0.busyTimeoutMilliseconds = 10_000
+        }
+        let client = try world.client()
+        let token = try world.attest(client, device: try SyntheticDevice())
+        let asking = try world.client()
+        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
+        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
+        let whileHeld: [Int] = try holder.immediateTransaction {
+            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+            try asking.send(Self.post("/v1/challenge", #"{"client_id":"\#(world.integration.clientID)"}"#))
+            return try (0..<3).map { _ in try world.authorize(client, token: token).status }
+        }
+        #expect(whileHeld == [200, 200, 200])
+        let answered = try asking.receiveResponse()
+        #expect(answered.status == 200, "\(answered.text)")
+        #expect(world.json(answered)["challenge"] is String)
     }
 
     @Test(

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import AttestStorage
 import AttestTesting
 import Dispatch
@@ -14,9 +15,9 @@ import Testing
 @Suite("Attest and refresh: the write off the caller's thread")
 struct WriteLaterTests {
     /// The outcome `reply` got, whether it came before the call returned, and the thread it came on.
-    final class Answer: Sendable {
+    final class Answer<Value: Sendable>: Sendable {
         private struct State {
-            var outcome: Result<IssuedToken, ServiceError>?
+            var outcome: Result<Value, ServiceError>?
             var onCaller = false
         }
 
@@ -24,7 +25,7 @@ struct WriteLaterTests {
         private let done = DispatchSemaphore(value: 0)
 
         /// Calls `start` with a reply that records the answer; returns whether it came before `start` returned.
-        func run(_ start: (@escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void) -> Void) -> Self {
+        func run(_ start: (@escaping @Sendable (Result<Value, ServiceError>) -> Void) -> Void) -> Self {
             let callerThread = pthread_self()
             start { outcome in
                 let onCaller = pthread_self() == callerThread
@@ -37,7 +38,7 @@ struct WriteLaterTests {
             return self
         }
 
-        func wait() -> (outcome: Result<IssuedToken, ServiceError>?, onCaller: Bool) {
+        func wait() -> (outcome: Result<Value, ServiceError>?, onCaller: Bool) {
             guard done.wait(timeout: .now() + .seconds(10)) == .success else { return (nil, false) }
             return state.withLock { ($0.outcome, $0.onCaller) }
         }
@@ -49,14 +50,16 @@ struct WriteLaterTests {
         defer { world.remove() }
         var device = try SyntheticDevice()
         let attestRequest = try world.attestRequest(device)
-        let attested = Answer().run { reply in world.service.attest(Presented(attestRequest), from: "127.0.0.1", then: reply) }.wait()
+        let attested = Answer<IssuedToken>().run { reply in world.service.attest(Presented(attestRequest), from: "127.0.0.1", then: reply) }
+            .wait()
         #expect(!attested.onCaller)
         let first = try #require(try attested.outcome?.get())
         #expect(try world.service.introspect(first.accessToken) != nil)
         #expect(try world.store.device(keyID: device.keyID)?.status == .active)
 
         let request = try world.refreshRequest(&device)
-        let refreshed = Answer().run { reply in world.service.refresh(Presented(request), from: "127.0.0.1", then: reply) }.wait()
+        let refreshed = Answer<IssuedToken>().run { reply in world.service.refresh(Presented(request), from: "127.0.0.1", then: reply) }
+            .wait()
         #expect(!refreshed.onCaller)
         let second = try #require(try refreshed.outcome?.get())
         #expect(try world.service.introspect(second.accessToken) != nil)
@@ -70,7 +73,7 @@ struct WriteLaterTests {
         let device = try SyntheticDevice()
         var broken = try world.attestRequest(try SyntheticDevice())
         broken.keyID = try #require(KeyID(device.keyID))  // another key's ID: the nonce and key ID checks fail
-        let refused = Answer().run { reply in world.service.attest(Presented(broken), from: "127.0.0.1", then: reply) }.wait()
+        let refused = Answer<IssuedToken>().run { reply in world.service.attest(Presented(broken), from: "127.0.0.1", then: reply) }.wait()
         #expect(refused.onCaller)
         #expect(serviceError { try refused.outcome?.get() }?.code == .attestationRejected)
         #expect(try world.store.device(keyID: device.keyID) == nil)
@@ -142,13 +145,13 @@ extension WriteLaterTests {
         let clientID = world.integration.clientID
         var device = try SyntheticDevice()
         let attest = try world.attestRequest(device)
-        let attested = Answer().run { reply in service.attest(Presented(attest), from: "127.0.0.1", then: reply) }.wait()
+        let attested = Answer<IssuedToken>().run { reply in service.attest(Presented(attest), from: "127.0.0.1", then: reply) }.wait()
         #expect((try? attested.outcome?.get()) != nil)
         #expect(observer.reports.withLock { $0 } == ["attestation ok \(clientID)", "token"])
 
         var broken = try world.attestRequest(try SyntheticDevice())
         broken.keyID = try #require(KeyID(device.keyID))
-        _ = Answer().run { reply in service.attest(Presented(broken), from: "127.0.0.1", then: reply) }.wait()
+        _ = Answer<IssuedToken>().run { reply in service.attest(Presented(broken), from: "127.0.0.1", then: reply) }.wait()
         let afterRefusal = observer.reports.withLock { $0 }
         #expect(afterRefusal.count == 3 && afterRefusal[2].hasPrefix("attestation ") && !afterRefusal[2].hasPrefix("attestation ok"))
 
@@ -163,6 +166,65 @@ extension WriteLaterTests {
             Array(observer.reports.withLock { $0 }.dropFirst(3)) == [
                 "assertion ok \(clientID)", "token", "assertion \(counterCheck) \(clientID)",
             ])
+    }
+}
+
+extension WriteLaterTests {
+    @Test("a challenge for an integration this node knows is inserted on another thread and can be used; its limits refuse at once")
+    func challengeInsertedElsewhere() throws {
+        var policy = ServicePolicy()
+        policy.challengePerIntegration = RateLimit(perSecond: 0.001, burst: 2)
+        let world = try ServiceWorld(policy: policy)
+        defer { world.remove() }
+        let clientID = try #require(ClientID(world.integration.clientID))
+        // The first: the integration read (this node has not seen it) and the insert, off the caller.
+        let first = Answer<AttestService.IssuedChallenge>().run { reply in
+            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
+        }
+        .wait()
+        #expect(!first.onCaller)
+        let issued = try #require(try first.outcome?.get())
+        let bytes = try #require(Base64Text.decode(issued.challenge, .url))
+        let challenge = try #require(Challenge(bytes))
+        let stored = try #require(try world.store.challenge(id: challenge.storedID))
+        #expect(stored.clientID == world.integration.clientID && !stored.consumed)
+
+        // The second: known now, so only the insert leaves the caller's thread.
+        let second = Answer<AttestService.IssuedChallenge>().run { reply in
+            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
+        }
+        .wait()
+        #expect(!second.onCaller)
+        #expect((try? second.outcome?.get()) != nil)
+        // The integration's bucket (burst 2) is empty: refused on the caller's thread, nothing stored.
+        let third = Answer<AttestService.IssuedChallenge>().run { reply in
+            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
+        }
+        .wait()
+        #expect(third.onCaller)
+        #expect(serviceError { try third.outcome?.get() }?.code == .rateLimited)
+    }
+
+    @Test("a challenge for a client ID never found is refused from another thread, and a revoked integration's hint is forgotten")
+    func challengeRefusedByTheStore() throws {
+        let world = try ServiceWorld()
+        defer { world.remove() }
+        let unknown = try #require(ClientID("clid_" + String(repeating: "0", count: ClientID.hexDigits)))
+        let refused = Answer<AttestService.IssuedChallenge>().run { reply in
+            world.service.issueChallenge(clientID: unknown, from: "127.0.0.1", then: reply)
+        }
+        .wait()
+        #expect(!refused.onCaller)
+        #expect(serviceError { try refused.outcome?.get() }?.code == .integrationNotFound)
+
+        let clientID = try #require(ClientID(world.integration.clientID))
+        _ = try world.service.issueChallenge(clientID: clientID, from: "127.0.0.1")
+        #expect(try world.admin.setSuspended(clientID: world.integration.clientID, true) == true)
+        let suspended = Answer<AttestService.IssuedChallenge>().run { reply in
+            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
+        }
+        .wait()
+        #expect(serviceError { try suspended.outcome?.get() }?.code == .integrationSuspended)
     }
 }
 

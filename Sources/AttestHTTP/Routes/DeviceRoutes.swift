@@ -5,25 +5,29 @@ import AttestService
 /// What devices call: `/v1/challenge`, `/v1/attest`, `/v1/token` (docs/API.md). Decoding only;
 /// every decision, the challenge rules included, is the service's. Attest and token answer once
 /// their durable write has committed, which the worker does not wait for: it verifies the next
-/// request meanwhile, and the writes that queue up share a flush.
+/// request meanwhile, and the writes that queue up share a flush. Nor does it wait for a
+/// challenge's insert: the gateway checks it answers from memory never queue behind the store.
 struct DeviceRoutes: Sendable {
     let service: TokenService
     /// Test mode accepts seeded challenges of any length (recorded devices).
     let acceptsSeededChallenges: Bool
 
     func register(in group: RouteGroup) {
-        group.on("POST", "/v1/challenge", name: "challenge", challenge)
+        group.add("POST", "/v1/challenge", name: "challenge", .later(challenge))
         group.add("POST", "/v1/attest", name: "attest", .later(attest, deadline: .storesOwn))
         group.add("POST", "/v1/token", name: "token", .later(token, deadline: .storesOwn))
     }
 
-    private func challenge(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func challenge(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
         let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID])
         context.log.clientID = fields[.clientID]
         let clientID = try Problem.calling { () throws(ServiceError) in try RequestDecoding.clientID(fields[.clientID] ?? "") }
-        let client = context.client
-        let issued = try Problem.calling { () throws(ServiceError) in try service.issueChallenge(clientID: clientID, from: client) }
-        return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
+        service.issueChallenge(clientID: clientID, from: context.client) { outcome in
+            reply { _ throws(Problem) in
+                let issued = try Problem.calling { () throws(ServiceError) in try outcome.get() }
+                return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
+            }
+        }
     }
 
     private func attest(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
