@@ -28,7 +28,11 @@ Every figure is printed beside references measured in the same run:
   - paired rounds (--pairs, default 3): SQLite then PostgreSQL, one node each, authorize and refresh,
     one right after the other; the median of the rounds' ratios is what the PostgreSQL targets
     are judged on (a single pass moves by 15 % or more from run to run here); --only-refresh runs
-    them alone, after each store's commit rate.
+    them alone, after each store's commit rate;
+  - --only-stall: the gateway check beside a busy disk: authorize of one live token (answered from
+    memory) beside challenges on one node, while dd writes --stall-mb MiB (default 6,000) buffered
+    to the same disk and flushes them, then the same load without it (the reference), per store:
+    no check should wait behind another request's statement (target: no stall over 50 ms).
 Targets (issue figures): authorize and introspect >= 0.5 x nginx (median of the rounds, both
 stores); refresh/s >= 2 x the store's commit rate; refresh on PostgreSQL >= SQLite's; authorize on
 PostgreSQL >= 0.5 x SQLite's; attest >= 0.8 x the in-process verifier for the same threads.
@@ -392,6 +396,35 @@ class Bench:
         removed = sum(int(m) for m in re.findall(r'"msg":"purged expired rows","rows":(\d+)', log))
         return re.search(r"\s99%\s+(\S+)", out).group(1), challenges["p99_ms"] + "ms", removed
 
+    def checks_beside_a_busy_disk(self, db, megabytes, seconds=40):
+        """One node: wrk checks one live token (answered from memory) while attest-load asks for
+        challenges (4 connections, an insert each); from the 5th second dd writes `megabytes` MiB
+        to this run's directory, buffered, and flushes them (conv=fsync): the disk the store's
+        files, the node's log and the database server's WAL are on. Returns (authorize p99, the
+        longest check, checks/s, challenge p99, the seconds dd took)."""
+        ports = self.start(db, 1)
+        client_id = self.integration(db)
+        token = self.token(ports[0], client_id)
+        wrk_run = subprocess.Popen(["wrk", "-t1", "-c32", "-d%ds" % seconds, "--latency", "-H", "Authorization: Bearer " + token,
+                                    "http://127.0.0.1:%d/v1/authorize" % ports[0]], stdout=subprocess.PIPE, text=True)
+        challenges = subprocess.Popen([os.path.join(self.bin, "attest-load"), "challenge", "--port", str(ports[0]), "--client-id",
+                                       client_id, "--app-id", APP_ID, "--state", self.state, "--connections", "4", "--seconds",
+                                       str(seconds)], stdout=subprocess.PIPE, text=True)
+        time.sleep(5)
+        hog = os.path.join(self.work, "busy-disk")
+        began = time.monotonic()
+        if megabytes:
+            subprocess.run(["dd", "if=/dev/zero", "of=" + hog, "bs=1M", "count=%d" % megabytes, "conv=fsync"], check=True,
+                           stderr=subprocess.DEVNULL, timeout=600)
+        took = time.monotonic() - began
+        out = wrk_run.communicate(timeout=seconds + 600)[0]
+        challenge_out = dict(line.split(" ", 1) for line in challenges.communicate(timeout=60)[0].strip().splitlines() if " " in line)
+        self.stop()
+        if megabytes:
+            os.remove(hog)
+        return (re.search(r"\s99%\s+(\S+)", out).group(1), re.search(r"Latency\s+\S+\s+\S+\s+(\S+)", out).group(1),
+                float(re.search(r"Requests/sec:\s+([0-9.]+)", out).group(1)), challenge_out["p99_ms"] + "ms", took)
+
     def pinned_attest(self, rounds):
         """attestd with one HTTP thread pinned to core 0 (SQLite, fresh database each round),
         attest-load on core 1 (challenges, then attestations), then the in-process verifier alone
@@ -466,11 +499,14 @@ def main():
                         help="only attest over HTTP (1 thread on core 0) against the in-process verifier, in alternating rounds")
     parser.add_argument("--only-refresh", action="store_true",
                         help="only each store's commit rate and the paired rounds (refresh against it, both stores)")
+    parser.add_argument("--only-stall", action="store_true",
+                        help="only the gateway check beside challenges while dd fills the disk, and without (both stores, or --stores)")
+    parser.add_argument("--stall-mb", type=int, default=6000, help="MiB dd writes in --only-stall")
     parser.add_argument("--attest-rounds", type=int, default=3, help="alternating rounds of attest over HTTP and the verifier")
     parser.add_argument("--large-tokens", type=int, default=10000000, help="live tokens in the large tables")
     parser.add_argument("--large-devices", type=int, default=1000000, help="devices in the large tables")
     parser.add_argument("--stores", choices=("both", "sqlite", "postgresql"), default="both",
-                        help="the stores --only-scale and --only-purge measure")
+                        help="the stores --only-scale, --only-purge and --only-stall measure")
     parser.add_argument("--scale-rounds", type=int, default=3, help="alternating rounds of the small and the large tables per store")
     options = parser.parse_args()
     started = time.monotonic()
@@ -576,6 +612,28 @@ def main():
             time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.stores))
         for label, figures in results.items():
             print("purge of 100,000 tokens expiring at once (%s): %s" % (label, purge_line(figures)))
+        shutil.rmtree(bench.work, ignore_errors=True)
+        return
+
+    if options.only_stall:
+        results = {}
+        for key, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL, 1 node")):
+            if options.stores not in ("both", key):
+                continue
+            def database(name):
+                if key == "sqlite":
+                    return os.path.join(bench.work, name + ".sqlite")
+                reset_pg()
+                return pg_url
+            busy = bench.checks_beside_a_busy_disk(database("busy"), options.stall_mb)
+            quiet = bench.checks_beside_a_busy_disk(database("quiet"), 0)
+            results[label] = (busy, quiet)
+        print("date: %s  command: scripts/bench-load %d --only-stall --stores %s --stall-mb %d" % (
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.stores, options.stall_mb))
+        for label, (busy, quiet) in results.items():
+            print("authorize beside challenges while dd writes %d MiB (%.0f s) (%s): p99 %s, longest %s, %.0f/s, challenge p99 %s; "
+                  "without the write: p99 %s, longest %s, %.0f/s, challenge p99 %s   (target: no stall over 50 ms)" % (
+                      options.stall_mb, busy[4], label, busy[0], busy[1], busy[2], busy[3], quiet[0], quiet[1], quiet[2], quiet[3]))
         shutil.rmtree(bench.work, ignore_errors=True)
         return
 
