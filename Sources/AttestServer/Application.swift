@@ -170,11 +170,13 @@ package final class Application: Sendable {
         let cache = StatisticsCache()
         statistics = cache
         gatewaySecrets = secrets
-        // As many write waiters as workers: on PostgreSQL they share the pool's connections, one
-        // per worker, so writes never take more of them than the workers could before.
+        // As many write waiters as workers, and at least four: on PostgreSQL they share the pool's
+        // connections, one per worker (the workers themselves no longer wait for the store), and
+        // with fewer workers the others verify while one waits for its flush (with one worker,
+        // two waiters measured 0.48 of the verifier and four 0.52, docs/BENCHMARKS.md).
         let service = TokenService(
             store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics,
-            writeWaiters: configuration.workerThreads)
+            writeWaiters: max(4, configuration.workerThreads))
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher

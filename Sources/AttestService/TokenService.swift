@@ -198,14 +198,15 @@ package final class TokenService: Sendable {
         try prepareAttest(presented, from: address).issue()
     }
 
-    /// `attest`, answered through `reply` exactly once: the checks and the verification on this
-    /// thread, the registration's durable commit on a write waiter (`WriteWaiters`), so that the
-    /// caller (an HTTP worker) serves other requests while the commit is flushed.
+    /// `attest`, answered through `reply` exactly once, from a write waiter (`WriteWaiters`): the
+    /// checks, the verification and the registration's durable commit all run there, so that the
+    /// caller (an HTTP worker) never waits for the store and serves other requests meanwhile, and
+    /// the writes that queue up share a flush.
     package func attest(
         _ presented: Presented<AttestRequest>, from address: String,
         then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
     ) {
-        issueLater({ () throws(ServiceError) in try prepareAttest(presented, from: address) }, then: reply)
+        issueLater({ () throws(ServiceError) in try self.prepareAttest(presented, from: address) }, then: reply)
     }
 
     /// Everything `attest` does before its registration is written.
@@ -293,18 +294,13 @@ package final class TokenService: Sendable {
         }
     }
 
-    /// Runs `prepare` on this thread and, when it succeeds, the write it prepared on a write
-    /// waiter; `reply` hears the outcome once.
+    /// Runs `prepare` and then the write it prepared, both on a write waiter; `reply` hears the
+    /// outcome once.
     private func issueLater(
-        _ prepare: () throws(ServiceError) -> PreparedToken, then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
+        _ prepare: @escaping @Sendable () throws(ServiceError) -> PreparedToken,
+        then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
     ) {
-        let prepared: PreparedToken
-        do {
-            prepared = try prepare()
-        } catch {
-            return reply(.failure(error))
-        }
-        writeWaiters.run(prepared.issue, then: reply)
+        writeWaiters.run({ () throws(ServiceError) in try prepare().issue() }, then: reply)
     }
 
     /// Reports a refused verification to the observer: overall, and per integration when
@@ -373,13 +369,13 @@ package final class TokenService: Sendable {
         try prepareRefresh(presented).issue()
     }
 
-    /// `refresh`, answered through `reply` exactly once: the reads and the verification on this
-    /// thread, the counter's durable write on a write waiter (as `attest(_:from:then:)`).
+    /// `refresh`, answered through `reply` exactly once, from a write waiter: the reads, the
+    /// verification and the counter's durable write, as `attest(_:from:then:)`.
     package func refresh(
         _ presented: Presented<RefreshRequest>, from address: String,
         then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
     ) {
-        issueLater({ () throws(ServiceError) in try prepareRefresh(presented) }, then: reply)
+        issueLater({ () throws(ServiceError) in try self.prepareRefresh(presented) }, then: reply)
     }
 
     /// Everything `refresh` does before the counter is written.

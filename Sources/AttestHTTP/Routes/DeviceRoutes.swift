@@ -3,10 +3,10 @@ import AttestHTTPServer
 import AttestService
 
 /// What devices call: `/v1/challenge`, `/v1/attest`, `/v1/token` (docs/API.md). Decoding only;
-/// every decision, the challenge rules included, is the service's. Attest and token answer once
-/// their durable write has committed, which the worker does not wait for: it verifies the next
-/// request meanwhile, and the writes that queue up share a flush. Nor does it wait for a
-/// challenge's insert: the gateway checks it answers from memory never queue behind the store.
+/// every decision, the challenge rules included, is the service's. The worker waits for no store
+/// statement: the service answers later, from a write waiter, so the gateway checks the worker
+/// answers from memory never queue behind one. Attest and token answer once their durable write
+/// has committed, and the writes that queue up share a flush.
 struct DeviceRoutes: Sendable {
     let service: TokenService
     /// Test mode accepts seeded challenges of any length (recorded devices).
