@@ -501,7 +501,8 @@ def main():
                         help="only each store's commit rate and the paired rounds (refresh against it, both stores)")
     parser.add_argument("--only-stall", action="store_true",
                         help="only the gateway check beside challenges while dd fills the disk, and without (both stores, or --stores)")
-    parser.add_argument("--stall-mb", type=int, default=6000, help="MiB dd writes in --only-stall")
+    parser.add_argument("--stall-mb", type=int, default=6000,
+                        help="MiB dd writes in --only-stall (to this run's temporary directory: a disk, not a tmpfs, for a stall)")
     parser.add_argument("--attest-rounds", type=int, default=3, help="alternating rounds of attest over HTTP and the verifier")
     parser.add_argument("--large-tokens", type=int, default=10000000, help="live tokens in the large tables")
     parser.add_argument("--large-devices", type=int, default=1000000, help="devices in the large tables")
@@ -628,8 +629,10 @@ def main():
             busy = bench.checks_beside_a_busy_disk(database("busy"), options.stall_mb)
             quiet = bench.checks_beside_a_busy_disk(database("quiet"), 0)
             results[label] = (busy, quiet)
-        print("date: %s  command: scripts/bench-load %d --only-stall --stores %s --stall-mb %d" % (
-            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.stores, options.stall_mb))
+        filesystem = subprocess.run(["stat", "-f", "-c", "%T", bench.work], capture_output=True, text=True).stdout.strip()
+        print("date: %s  command: scripts/bench-load %d --only-stall --stores %s --stall-mb %d  (windows of 40 s; dd wrote to %s, "
+              "a %s file system)" % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, options.stores,
+                                     options.stall_mb, bench.work, filesystem))
         for label, (busy, quiet) in results.items():
             print("authorize beside challenges while dd writes %d MiB (%.0f s) (%s): p99 %s, longest %s, %.0f/s, challenge p99 %s; "
                   "without the write: p99 %s, longest %s, %.0f/s, challenge p99 %s   (target: no stall over 50 ms)" % (

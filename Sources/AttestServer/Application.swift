@@ -68,12 +68,13 @@ package final class Application: Sendable {
                 ["db": .string(configuration.database.redacted)])
         }
         do {
-            // One PostgreSQL connection per HTTP worker thread: a request never waits for another's.
+            // One PostgreSQL connection per write waiter, which run every request's store work:
+            // a request never waits for another's connection.
             // A PostgreSQL server that does not answer at start is retried in the background: the
             // node runs and answers 503 (readiness too) until it does, rather than exit and leave
             // systemd to give up on it.
             store = try TokenStores.open(
-                configuration.database, connections: configuration.workerThreads,
+                configuration.database, connections: configuration.storeThreads,
                 busyTimeout: .milliseconds(configuration.busyTimeoutMilliseconds), now: { clock.now() },
                 report: { migration, took in
                     // Every schema change is logged as it is applied: what an on-call reads during an upgrade.
@@ -170,13 +171,9 @@ package final class Application: Sendable {
         let cache = StatisticsCache()
         statistics = cache
         gatewaySecrets = secrets
-        // As many write waiters as workers, and at least four: on PostgreSQL they share the pool's
-        // connections, one per worker (the workers themselves no longer wait for the store), and
-        // with fewer workers the others verify while one waits for its flush (with one worker,
-        // two waiters measured 0.48 of the verifier and four 0.52, docs/BENCHMARKS.md).
         let service = TokenService(
             store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics,
-            writeWaiters: max(4, configuration.workerThreads))
+            writeWaiters: configuration.storeThreads)
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher

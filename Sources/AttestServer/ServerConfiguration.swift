@@ -38,13 +38,15 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// Only from the command line (no environment variable), and only on a loopback address.
     package var insecureTestMode = false
 
-    /// HTTP worker threads, and so PostgreSQL connections per node: `--threads`, or by default
-    /// four times the number of cores. A worker spends much of a write waiting for the disk's
-    /// flush (SQLite: the writes of waiting workers then share the next commit, so more workers
-    /// make bigger groups) or for a round trip to PostgreSQL, and the cores would otherwise sit
-    /// idle (docs/BENCHMARKS.md: refresh +40 % on SQLite with 8 workers on 2 cores, authorize
-    /// unchanged).
+    /// HTTP worker threads: `--threads`, or by default four times the number of cores (measured
+    /// with workers that waited for their writes: refresh +40 % on SQLite with 8 workers on 2
+    /// cores, authorize unchanged, docs/BENCHMARKS.md).
     package var workerThreads: Int { threads ?? 4 * HTTPServer.Configuration.activeCoreCount }
+    /// Write waiters, which run every request's store work off the HTTP workers, and on
+    /// PostgreSQL the pool's connections, one per waiter: as many as the workers, at least four,
+    /// so that with fewer workers some waiters verify while another waits for its flush (with
+    /// one worker, two waiters measured 0.48 of the verifier and four 0.52, docs/BENCHMARKS.md).
+    package var storeThreads: Int { max(4, workerThreads) }
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
     /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
     /// 32 of 4,096; connections over it are answered 503 and closed, and one address is held to twice

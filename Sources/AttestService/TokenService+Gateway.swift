@@ -77,8 +77,8 @@ extension TokenService {
         try stored { () throws(StorageError) in try store.statistics() }
     }
 
-    /// Closes the storage at a clean stop (after the last request), once the writes handed to
-    /// the write waiters have ended.
+    /// Closes the storage at a clean stop (after the last request), once the work running on the
+    /// write waiters has ended; work still queued there is withdrawn (`WriteWaiters.stop`).
     package func closeStorage() throws(ServiceError) {
         writeWaiters.stop()
         try stored { () throws(StorageError) in try store.close() }

@@ -66,7 +66,8 @@ package final class TokenService: Sendable {
     let receipts: ReceiptVerifier?
     /// Told every receipt verdict at attestation (for the metrics).
     let observer: (any ServiceObserver)?
-    /// Wait for the durable writes of `attest(_:from:then:)` and `refresh(_:from:then:)`.
+    /// Run the store's work of `attest(_:from:then:)`, `refresh(_:from:then:)`, challenges and
+    /// revocations off the caller's thread (an HTTP worker).
     let writeWaiters: WriteWaiters
 
     /// A service over `store`, verifying attestations with `verifier`.
@@ -119,7 +120,9 @@ package final class TokenService: Sendable {
         } catch {
             return reply(.failure(error))
         }
-        writeWaiters.run({ () throws(ServiceError) in try self.storeChallenge(requested, as: requested.text, now: now) }, then: reply)
+        // Its lifetime counts from the insert: a wait for a waiter does not shorten it.
+        writeWaiters.run(
+            { () throws(ServiceError) in try self.storeChallenge(requested, as: requested.text, now: self.clock.now()) }, then: reply)
     }
 
     private func issueChallengeOnAgreeingClock(_ requested: ClientID, from address: String) throws(ServiceError) -> IssuedChallenge {
@@ -254,7 +257,7 @@ package final class TokenService: Sendable {
         return { () throws(ServiceError) -> IssuedToken in
             // Only now: a request that failed verification (or the required receipt check) spent
             // nothing of the new-key budget, which genuine devices need. With the registration,
-            // as it is a write too (the caller's thread waits for neither); by the clock of now,
+            // as it is a write too; by the clock of now,
             // not the request's, as the bucket is refilled by the time between its takes.
             try self.sharedLimit(.attestations(clientID: clientID), rate, now: self.clock.now())
             return try registration()

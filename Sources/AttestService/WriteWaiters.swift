@@ -1,22 +1,33 @@
+import AttestStorage
 import Dispatch
 import Synchronization
 
-/// Threads that wait for the store's durable writes on behalf of the HTTP workers
-/// (`TokenService.attest(_:from:then:)`, `refresh(_:from:then:)`, and a challenge's insert,
-/// `issueChallenge(clientID:from:then:)`): a worker verifies, hands the write here and serves
-/// the next request, and the writes that arrive while one commit is being flushed share the next
-/// flush (SQLite's group commit; PostgreSQL's own). As nginx's thread
-/// pools take blocking file operations off its event loops.
+/// Threads that run the store's work on behalf of the HTTP workers
+/// (`TokenService.attest(_:from:then:)`, `refresh(_:from:then:)`, a challenge's insert,
+/// `issueChallenge(clientID:from:then:)`, and revocations): a worker parses a request, hands
+/// it here and serves the next one, so that no connection it serves waits for a statement, and
+/// the writes that arrive while one commit is being flushed share the next flush (SQLite's group
+/// commit; PostgreSQL's own). As nginx's thread pools take blocking file operations off its
+/// event loops.
 ///
 /// Threads start when work arrives and none is idle, up to `limit`, and end after
 /// `idleLimit` without work, so a service that is never asked costs no thread. Work runs first
-/// come, first served. `stop` lets every queued write finish and returns once the last thread
-/// has ended (the store is closed after it); work given after `stop` runs on the caller's thread.
+/// come, first served. `stop` comes after the HTTP server has stopped, when no answer can reach a
+/// client any more: work already running finishes (a write is never cut short), work still queued
+/// is withdrawn without running (its `withdrawn` closure runs instead: nothing of it was done,
+/// so its challenge is not spent, as for a request refused at a stop), and `stop` returns once
+/// the last thread has ended (the store is closed after it). Work given after `stop` is
+/// withdrawn at once, on the caller's thread.
 final class WriteWaiters: Sendable {
     typealias Work = @Sendable () -> Void
 
+    private struct Entry {
+        let work: Work
+        let withdrawn: Work
+    }
+
     private struct State {
-        var queued: [Work] = []
+        var queued: [Entry] = []
         /// The semaphores of the threads waiting for work, the latest last.
         var idle: [DispatchSemaphore] = []
         var running = 0
@@ -38,17 +49,18 @@ final class WriteWaiters: Sendable {
     /// Threads running now, and work waiting for one (tests, metrics).
     var load: (threads: Int, queued: Int) { state.withLock { ($0.running, $0.queued.count) } }
 
-    /// Runs `work` on one of the threads, or on this one once `stop` has begun.
-    func run(_ work: @escaping Work) {
+    /// Runs `work` on one of the threads; runs `withdrawn` instead if `stop` comes before `work`
+    /// has started, or has begun already (then on this thread).
+    func run(_ work: @escaping Work, withdrawn: @escaping Work) {
         enum Next {
             case wake(DispatchSemaphore)
             case start
             case wait
-            case runHere
+            case withdraw
         }
         let next = state.withLock { state -> Next in
-            guard !state.stopping else { return .runHere }
-            state.queued.append(work)
+            guard !state.stopping else { return .withdraw }
+            state.queued.append(Entry(work: work, withdrawn: withdrawn))
             if let waiting = state.idle.popLast() { return .wake(waiting) }
             guard state.running < limit else { return .wait }
             state.running += 1
@@ -60,24 +72,34 @@ final class WriteWaiters: Sendable {
         case .wake(let waiting): waiting.signal()
         case .start: start()
         case .wait: break
-        case .runHere: work()
+        case .withdraw: withdrawn()
         }
     }
 
-    /// Runs `body` as `run` does, and tells `reply` its outcome.
+    /// Runs `body` as `run` does, and tells `reply` its outcome; withdrawn, `reply` hears
+    /// `storage_unavailable` (the node is stopping).
     func run<T: Sendable>(
         _ body: @escaping @Sendable () throws(ServiceError) -> T, then reply: @escaping @Sendable (Result<T, ServiceError>) -> Void
     ) {
-        run { reply(Result { () throws(ServiceError) -> T in try body() }) }
+        run(
+            { reply(Result { () throws(ServiceError) -> T in try body() }) },
+            withdrawn: { reply(.failure(Self.stopping)) })
     }
 
-    /// Lets the queued work finish and waits until every thread has ended.
+    /// What withdrawn work is answered.
+    static let stopping = ServiceError.storage(StorageError(.unavailable, "attestd is stopping; nothing of this request was done"))
+
+    /// Withdraws the queued work, lets the running work finish and waits until every thread has ended.
     func stop() {
-        let waiting = state.withLock { state -> [DispatchSemaphore] in
+        let (waiting, withdrawn) = state.withLock { state -> ([DispatchSemaphore], [Entry]) in
             state.stopping = true
-            defer { state.idle = [] }
-            return state.idle
+            defer {
+                state.idle = []
+                state.queued = []
+            }
+            return (state.idle, state.queued)
         }
+        for entry in withdrawn { entry.withdrawn() }
         for thread in waiting { thread.signal() }
         threads.wait()
     }
@@ -96,7 +118,7 @@ final class WriteWaiters: Sendable {
         let wakeUp = DispatchSemaphore(value: 0)
         while true {
             let next = state.withLock { state -> Work?? in
-                if !state.queued.isEmpty { return .some(state.queued.removeFirst()) }
+                if !state.queued.isEmpty { return .some(state.queued.removeFirst().work) }
                 if state.stopping {
                     state.running -= 1
                     return .none

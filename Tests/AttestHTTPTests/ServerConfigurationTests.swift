@@ -18,7 +18,9 @@ struct ServerConfigurationTests {
         #expect(configuration.trustAnchorFile == nil)
     }
 
-    @Test("worker threads (and PostgreSQL connections) default to four times the cores on both stores; --threads wins")
+    @Test(
+        "worker threads default to four times the cores on both stores, --threads wins; write waiters (and PostgreSQL connections) as many, at least four"
+    )
     func workerThreads() throws {
         let cores = HTTPServer.Configuration.activeCoreCount
         #expect(try ServerConfiguration.parse([], environment: [:]).workerThreads == 4 * cores)
@@ -26,6 +28,8 @@ struct ServerConfigurationTests {
         #expect(try ServerConfiguration.parse(postgres, environment: [:]).workerThreads == 4 * cores)
         #expect(try ServerConfiguration.parse(postgres + ["--threads", "3"], environment: [:]).workerThreads == 3)
         #expect(try ServerConfiguration.parse(["--threads", "5"], environment: [:]).workerThreads == 5)
+        #expect(try ServerConfiguration.parse(["--threads", "5"], environment: [:]).storeThreads == 5)
+        #expect(try ServerConfiguration.parse(postgres + ["--threads", "1"], environment: [:]).storeThreads == 4)
     }
 
     @Test("reads the environment, and flags win over it")

@@ -205,7 +205,7 @@ extension WriteLaterTests {
         #expect(serviceError { try third.outcome?.get() }?.code == .rateLimited)
     }
 
-    @Test("a challenge for a client ID never found is refused from another thread, and a revoked integration's hint is forgotten")
+    @Test("a challenge for a client ID never found is refused from another thread, and a suspended integration's hint is forgotten")
     func challengeRefusedByTheStore() throws {
         let world = try ServiceWorld()
         defer { world.remove() }
@@ -219,12 +219,14 @@ extension WriteLaterTests {
 
         let clientID = try #require(ClientID(world.integration.clientID))
         _ = try world.service.issueChallenge(clientID: clientID, from: "127.0.0.1")
+        #expect(world.service.activeHints.contains(clientID.text))
         #expect(try world.admin.setSuspended(clientID: world.integration.clientID, true) == true)
         let suspended = Answer<AttestService.IssuedChallenge>().run { reply in
             world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
         }
         .wait()
         #expect(serviceError { try suspended.outcome?.get() }?.code == .integrationSuspended)
+        #expect(!world.service.activeHints.contains(clientID.text))
     }
 }
 
@@ -248,6 +250,19 @@ struct WriteWaitersTests {
         }
 
         func release() { open.signal() }
+
+        /// The indexes of the work withdrawn (never started), in order.
+        let withdrawn = Mutex<[Int]>([])
+
+        /// Hands `work(index)` to `waiters`, recording it here if it is withdrawn.
+        func submit(_ index: Int, to waiters: WriteWaiters) {
+            waiters.run(
+                work(index),
+                withdrawn: {
+                    self.withdrawn.withLock { $0.append(index) }
+                    self.finished.leave()
+                })
+        }
     }
 
     /// Waits up to 5 s for `condition`.
@@ -265,7 +280,7 @@ struct WriteWaitersTests {
         let waiters = WriteWaiters(limit: 2, idleLimit: .milliseconds(100))
         #expect(waiters.load == (0, 0))
         let gate = Gate()
-        for index in 0..<6 { waiters.run(gate.work(index)) }
+        for index in 0..<6 { gate.submit(index, to: waiters) }
         #expect(Self.eventually { gate.started.withLock { $0.count } == 2 })
         #expect(waiters.load == (2, 4))
         gate.release()
@@ -277,29 +292,34 @@ struct WriteWaitersTests {
         // A thread that ended is started again for new work.
         let again = Gate()
         again.release()
-        waiters.run(again.work(0))
+        again.submit(0, to: waiters)
         #expect(again.finished.wait(timeout: .now() + .seconds(5)) == .success)
         waiters.stop()
     }
 
-    @Test("stop lets the queued work finish first; work given after it runs on the caller's thread")
-    func stopDrains() {
+    @Test("stop withdraws the queued work without running it, waits for the running one; work given after it is withdrawn at once")
+    func stopWithdrawsQueued() throws {
         let waiters = WriteWaiters(limit: 1)
         let gate = Gate()
-        for index in 0..<3 { waiters.run(gate.work(index)) }
+        for index in 0..<3 { gate.submit(index, to: waiters) }
+        #expect(Self.eventually { gate.started.withLock { $0 } == [0] })
         let stopped = DispatchSemaphore(value: 0)
         DispatchQueue(label: "stopper").async {
             waiters.stop()
             stopped.signal()
         }
+        // The queued two are withdrawn at once; the running one holds the stop until it ends.
+        #expect(Self.eventually { gate.withdrawn.withLock { $0 } == [1, 2] })
         #expect(stopped.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
         gate.release()
         #expect(stopped.wait(timeout: .now() + .seconds(5)) == .success)
-        #expect(gate.started.withLock { $0 } == [0, 1, 2])
+        #expect(gate.started.withLock { $0 } == [0])
         #expect(waiters.load == (0, 0))
         let caller = pthread_self()
-        let ranHere = Mutex(false)
-        waiters.run { ranHere.withLock { $0 = pthread_self() == caller } }
-        #expect(ranHere.withLock { $0 })
+        let outcome = Mutex<(Result<Int, ServiceError>, Bool)?>(nil)
+        waiters.run({ () throws(ServiceError) in 1 }, then: { result in outcome.withLock { $0 = (result, pthread_self() == caller) } })
+        let (result, onCaller) = try #require(outcome.withLock { $0 })
+        #expect(onCaller)
+        #expect(serviceError { try result.get() } == WriteWaiters.stopping)
     }
 }

@@ -13,7 +13,8 @@ struct DeviceRoutes: Sendable {
     let acceptsSeededChallenges: Bool
 
     func register(in group: RouteGroup) {
-        group.add("POST", "/v1/challenge", name: "challenge", .later(challenge))
+        // Not started once the server is stopping, and waited for by its drain, as the writes.
+        group.add("POST", "/v1/challenge", name: "challenge", .later(challenge, deadline: .storesOwn))
         group.add("POST", "/v1/attest", name: "attest", .later(attest, deadline: .storesOwn))
         group.add("POST", "/v1/token", name: "token", .later(token, deadline: .storesOwn))
     }

@@ -24,8 +24,9 @@ enum RouteAnswer: Sendable {
         /// The router's: past it, 503 `storage_unavailable` (a lookup, which changes nothing).
         case router
         /// None of the router's: the work's own timeouts bound it (a durable write, whose
-        /// outcome a 503 could not tell the client). Such work is not started once the server is
-        /// stopping, and a stop waits for the answer of work it started (`DeferredResponse.reserve`).
+        /// outcome a 503 could not tell the client, or a challenge's insert). Such work is not
+        /// started once the server is stopping, and a stop waits for the answer of work it
+        /// started (`DeferredResponse.reserve`).
         case storesOwn
     }
 }
