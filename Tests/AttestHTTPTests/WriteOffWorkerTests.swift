@@ -13,12 +13,29 @@ struct WriteOffWorkerTests {
         "POST \(target) HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n\(json)"
     }
 
-    @Test("with one worker, an attestation and a refresh waiting for the write lock leave authorize answered; both get 200 once it is free")
-    func oneWorkerServesWhileWriting() throws {
+    /// A node with one worker and a 10 s busy timeout, and a second connection to its SQLite file
+    /// that can take the write lock (`whileLocked`).
+    static func oneWorker() throws -> (world: HTTPWorld, holder: SQLiteDatabase) {
         let world = try HTTPWorld {
             $0.threads = 1
             $0.busyTimeoutMilliseconds = 10_000
         }
+        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
+        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
+        return (world, holder)
+    }
+
+    /// `body`'s result, run while `holder` holds SQLite's write lock.
+    static func whileLocked<T>(_ holder: SQLiteDatabase, _ body: () throws -> T) throws -> T {
+        try holder.immediateTransaction {
+            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+            return try body()
+        }
+    }
+
+    @Test("with one worker, an attestation and a refresh waiting for the write lock leave authorize answered; both get 200 once it is free")
+    func oneWorkerServesWhileWriting() throws {
+        let (world, holder) = try Self.oneWorker()
         let client = try world.client()
         var refreshing = try SyntheticDevice()
         let token = try world.attest(client, device: refreshing)
@@ -26,10 +43,7 @@ struct WriteOffWorkerTests {
         let refreshBody = try world.refreshBody(client, device: &refreshing)
         let attesting = try world.client()
         let refresher = try world.client()
-        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
-        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
-        let whileHeld: [Int] = try holder.immediateTransaction {
-            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+        let whileHeld: [Int] = try Self.whileLocked(holder) {
             try attesting.send(Self.post("/v1/attest", attestBody))
             try refresher.send(Self.post("/v1/token", refreshBody))
             // Both writes are verified and waiting for the lock; the one worker answers these.
@@ -47,17 +61,11 @@ struct WriteOffWorkerTests {
 
     @Test("with one worker, a challenge waiting for the write lock leaves authorize answered; it gets its challenge once the lock is free")
     func challengeHoldsNoWorker() throws {
-        let world = try HTTPWorld {
-            $0.threads = 1
-            $0.busyTimeoutMilliseconds = 10_000
-        }
+        let (world, holder) = try Self.oneWorker()
         let client = try world.client()
         let token = try world.attest(client, device: try SyntheticDevice())
         let asking = try world.client()
-        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
-        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
-        let whileHeld: [Int] = try holder.immediateTransaction {
-            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+        let whileHeld: [Int] = try Self.whileLocked(holder) {
             try asking.send(Self.post("/v1/challenge", #"{"client_id":"\#(world.integration.clientID)"}"#))
             return try (0..<3).map { _ in try world.authorize(client, token: token).status }
         }
@@ -71,19 +79,13 @@ struct WriteOffWorkerTests {
         "with one worker, a revocation waiting for the write lock leaves authorize answered; it gets 200 once free, and then the token is refused"
     )
     func revocationHoldsNoWorker() throws {
-        let world = try HTTPWorld {
-            $0.threads = 1
-            $0.busyTimeoutMilliseconds = 10_000
-        }
+        let (world, holder) = try Self.oneWorker()
         let client = try world.client()
         let kept = try world.attest(client, device: try SyntheticDevice())
         let revoked = try world.attest(client, device: try SyntheticDevice())
         let revoker = try world.client()
         let form = "token=\(revoked)"
-        let holder = try SQLiteDatabase(path: world.sqliteFile.path)
-        try holder.execute("PRAGMA user_version")  // open the file before taking the lock
-        let whileHeld: [Int] = try holder.immediateTransaction {
-            try holder.execute("UPDATE integrations SET name = name WHERE 0")
+        let whileHeld: [Int] = try Self.whileLocked(holder) {
             try revoker.send(
                 "POST /v1/revoke HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer \(world.gatewaySecret)\r\n"
                     + "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: \(form.utf8.count)\r\n\r\n\(form)")
