@@ -1,5 +1,6 @@
 import AttestStorage
 import Dispatch
+import Foundation
 import Synchronization
 
 /// Threads that run the store's work on behalf of the HTTP workers
@@ -106,11 +107,14 @@ final class WriteWaiters: Sendable {
 
     /// Starts a thread (`threads` entered already).
     private func start() {
-        // A serial queue of its own gets a thread even while every other thread blocks.
-        DispatchQueue(label: "attestd.write-waiter").async { [self] in
+        // A thread of its own, as the answer lease's, not one of Dispatch's shared pool: a waiter
+        // keeps its thread through its idle wait and through a slow statement.
+        let thread = Thread { [self] in
             serve()
             threads.leave()
         }
+        thread.name = "attestd-waiter"
+        thread.start()
     }
 
     /// One thread's loop: work while there is some, then wait for more until idle too long.
