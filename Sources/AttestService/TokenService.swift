@@ -125,6 +125,7 @@ package final class TokenService: Sendable {
             { () throws(ServiceError) in try self.storeChallenge(requested, as: requested.text, now: self.clock.now()) }, then: reply)
     }
 
+    /// `issueChallenge` once the clock check has passed: the integration, its limits, the insert.
     private func issueChallengeOnAgreeingClock(_ requested: ClientID, from address: String) throws(ServiceError) -> IssuedChallenge {
         let clientID = try activeClientID(requested)
         let now = clock.now()
@@ -257,8 +258,8 @@ package final class TokenService: Sendable {
         return { () throws(ServiceError) -> IssuedToken in
             // Only now: a request that failed verification (or the required receipt check) spent
             // nothing of the new-key budget, which genuine devices need. With the registration,
-            // as it is a write too; by the clock of now,
-            // not the request's, as the bucket is refilled by the time between its takes.
+            // as it is a write too; by the clock of now, not the request's, as the bucket is
+            // refilled by the time between its takes.
             try self.sharedLimit(.attestations(clientID: clientID), rate, now: self.clock.now())
             return try registration()
         }

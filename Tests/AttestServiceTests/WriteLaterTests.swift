@@ -177,11 +177,14 @@ extension WriteLaterTests {
         let world = try ServiceWorld(policy: policy)
         defer { world.remove() }
         let clientID = try #require(ClientID(world.integration.clientID))
-        // The first: the integration read (this node has not seen it) and the insert, off the caller.
-        let first = Answer<AttestService.IssuedChallenge>().run { reply in
-            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
+        let ask = {
+            Answer<AttestService.IssuedChallenge>().run { reply in
+                world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
+            }
+            .wait()
         }
-        .wait()
+        // The first: the integration read (this node has not seen it) and the insert, off the caller.
+        let first = ask()
         #expect(!first.onCaller)
         let issued = try #require(try first.outcome?.get())
         let bytes = try #require(Base64Text.decode(issued.challenge, .url))
@@ -190,17 +193,11 @@ extension WriteLaterTests {
         #expect(stored.clientID == world.integration.clientID && !stored.consumed)
 
         // The second: known now, so only the insert leaves the caller's thread.
-        let second = Answer<AttestService.IssuedChallenge>().run { reply in
-            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
-        }
-        .wait()
+        let second = ask()
         #expect(!second.onCaller)
         #expect((try? second.outcome?.get()) != nil)
-        // The integration's bucket (burst 2) is empty: refused on the caller's thread, nothing stored.
-        let third = Answer<AttestService.IssuedChallenge>().run { reply in
-            world.service.issueChallenge(clientID: clientID, from: "127.0.0.1", then: reply)
-        }
-        .wait()
+        // The integration's bucket (burst 2) is empty: refused on the caller's thread.
+        let third = ask()
         #expect(third.onCaller)
         #expect(serviceError { try third.outcome?.get() }?.code == .rateLimited)
     }
