@@ -7,8 +7,10 @@ Every figure is printed beside references measured in the same run:
     second ceiling: libmicrohttpd and its wrapper);
   - the gateway check in interleaved rounds (--rounds, default 5): nginx, hello, authorize and
     introspect one after the other, per store (SQLite, PostgreSQL one node); the median ratio and
-    its spread decide, then authorize's p99 at about half its maximum rate, and a revocation under
-    load (`attestctl token revoke` while wrk runs; the checks sent after it returned must all be 401);
+    its spread decide, then authorize's p99 at about half its maximum rate, and the four
+    revocations under load (`attestctl integration revoke`, `token revoke`, `device block` and
+    `integration suspend`, each while wrk checks its token; the 50 checks sent after it returned
+    must all be 401), on one node, and on PostgreSQL on two nodes too (load and checks on both);
   - each store's own single-transaction commit rate (a loop of one-row INSERT + COMMIT on the
     same file system or cluster, same durability), beside refresh/s, and how many commits shared
     one flush (SQLite: attestd's group commit; PostgreSQL: pg_stat_wal's flushes);
@@ -39,6 +41,7 @@ PostgreSQL >= 0.5 x SQLite's; attest >= 0.8 x the in-process verifier for the sa
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -55,6 +58,8 @@ from attestd_testlib import Attestd  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECRET = "gateway-secret-for-the-benchmark-0123456789"
+# What an operator can take away, each measured under load (Bench.revocations_under_load).
+REVOCATIONS = ("integration revoke", "token revoke", "device block", "integration suspend")
 OPERATIONS = ("authorize", "introspect", "challenge", "refresh", "attest")
 APP_ID = "ABCDE12345.com.example.bench"
 DEVICE_COLUMNS = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
@@ -76,6 +81,15 @@ def wrk(seconds, urls, extra=()):
         p50 = max(p50, re.search(r"\s50%\s+(\S+)", out).group(1))
         p99 = max(p99, re.search(r"\s99%\s+(\S+)", out).group(1))
     return rate, p50, p99
+
+
+def check_status(url, token):
+    """The status of one authorize of `token` at `url`, on a connection of its own."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + token}), timeout=10) as answer:
+            return answer.status
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 def count_label(count):
@@ -142,9 +156,11 @@ def print_gateway(gateway, rounds):
         print("hello      / nginx (%s run): %s" % (label, median_spread([h / n for h, n in zip(figures["hello"], figures["nginx"])])))
         paced = figures["paced"]
         print("authorize at about half its rate (%s): %.0f/s, p50 %s, p99 %s" % (label, paced[0], paced[1], paced[2]))
-        took, refused = figures["revocation"]
-        print("revocation under load (%s): attestctl token revoke returned in %.0f ms; %d of 50 checks sent after it "
-              "answered 401   (target 50)" % (label, took, refused))
+        for nodes, revocations in sorted(figures["revocation"].items()):
+            for kind, accepted, took, refused in revocations:
+                print("revocation under load (%s, %d node%s): attestctl %s returned in %.0f ms; %d of 50 checks sent after it "
+                      "answered 401   (target 50; before it: %s)" % (label.split(",")[0], nodes, "s" if nodes > 1 else "", kind, took,
+                                                                    refused, "200 on every node" if accepted else "NOT 200"))
 
 
 def median_spread(values):
@@ -323,9 +339,10 @@ class Bench:
         self.report_row(label, results, rss, sys.stderr)  # as it goes: a later failure keeps what was measured
         return results
 
-    def gateway(self, label, db, reference, hello_port, rounds):
+    def gateway(self, label, db, reference, hello_port, rounds, revocation_nodes=1):
         """Interleaved rounds on one node: nginx, hello, authorize, introspect; then authorize's
-        p99 near half its rate and a revocation under load. Returns a dict of figures."""
+        p99 near half its rate and the four revocations under load, on that node and, when
+        `revocation_nodes` is more, on as many nodes sharing the database. Returns a dict of figures."""
         ports = self.start(db, 1)
         client_id = self.integration(db)
         token = self.token(ports[0], client_id)
@@ -344,28 +361,49 @@ class Bench:
                                                                                         introspect), file=sys.stderr, flush=True)
         peak = sorted(figures["authorize"])[len(figures["authorize"]) // 2]
         figures["paced"] = paced_p99(self.seconds, authorize_url, bearer, peak / 2, self.work)
-        figures["revocation"] = self.revoke_under_load(db, authorize_url, token)
+        figures["revocation"] = {1: self.revocations_under_load(db, ports)}
         self.stop()
+        if revocation_nodes > 1:  # no node answers 200 once a revocation has returned
+            figures["revocation"][revocation_nodes] = self.revocations_under_load(db, self.start(db, revocation_nodes))
+            self.stop()
         return figures
 
-    def revoke_under_load(self, db, url, token):
-        """wrk on authorize while `attestctl token revoke` runs; then 50 checks, sent after it
-        returned and while wrk still runs: (milliseconds attestctl took, checks answered 401 of 50)."""
-        load = subprocess.Popen(["wrk", "-t2", "-c64", "-d%ds" % (self.seconds + 4), url, "-H", "Authorization: Bearer " + token],
-                                stdout=subprocess.DEVNULL)
-        time.sleep(2)
-        began = time.monotonic()
-        run([os.path.join(self.bin, "attestctl"), "token", "revoke", token, "--actor", "bench", "--db", db])
-        took = (time.monotonic() - began) * 1000
-        refused = 0
-        for _ in range(50):
-            request = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
-            try:
-                urllib.request.urlopen(request, timeout=10).read()
-            except urllib.error.HTTPError as error:
-                refused += error.code == 401
-        load.wait(timeout=self.seconds + 60)
-        return took, refused
+    def revocations_under_load(self, db, ports):
+        """Each of the four revocations on its own integration while wrk checks its token on every
+        node in `ports` as fast as it can; then 50 checks sent after the command returned, spread
+        over the nodes while wrk still runs. One (command, whether a check on each node answered 200
+        just before it, milliseconds attestctl took, checks answered 401 of 50) per revocation."""
+        attestctl = os.path.join(self.bin, "attestctl")
+        results = []
+        for kind in REVOCATIONS:
+            client_id = self.integration(db)
+            token = self.token(ports[0], client_id)
+            if kind == "integration revoke":
+                command = ["integration", "revoke", client_id, "--yes"]
+            elif kind == "token revoke":
+                command = ["token", "revoke", token]
+            elif kind == "device block":
+                listed = json.loads(run([attestctl, "device", "list", "--client-id", client_id, "--json", "--db", db]))
+                devices = listed["devices"] if isinstance(listed, dict) else listed
+                if len(devices) != 1:
+                    raise RuntimeError("expected the one device of %s, got %r" % (client_id, devices))
+                command = ["device", "block", devices[0]["key_id_hex"]]
+            else:
+                command = ["integration", "suspend", client_id]
+            urls = ["http://127.0.0.1:%d/v1/authorize" % port for port in ports]
+            loads = [subprocess.Popen(["wrk", "-t%d" % max(1, 2 // len(urls)), "-c%d" % (64 // len(urls)), "-d%ds" % (self.seconds + 4),
+                                       url, "-H", "Authorization: Bearer " + token], stdout=subprocess.DEVNULL) for url in urls]
+            time.sleep(2)
+            # The token must work everywhere first, or the 401s after the command prove nothing.
+            accepted = all(check_status(url, token) == 200 for url in urls)
+            began = time.monotonic()
+            run([attestctl, *command, "--actor", "bench", "--db", db])
+            took = (time.monotonic() - began) * 1000
+            refused = sum(check_status(urls[index % len(urls)], token) == 401 for index in range(50))
+            for proc in loads:
+                proc.wait(timeout=self.seconds + 60)
+            results.append((kind, accepted, took, refused))
+        return results
 
     def purge_under_load(self, db, sql_runner, seconds=30):
         """100,000 tokens expiring at once, deleted by the purge (every second here) while wrk
@@ -703,7 +741,7 @@ def main():
             return wrk(options.seconds, ["http://127.0.0.1:18480/"])[0]
         gateway = {"sqlite": bench.gateway("SQLite", os.path.join(bench.work, "gateway.sqlite"), nginx_rate, 18481, options.rounds)}
         reset_pg()
-        gateway["pg1"] = bench.gateway("PostgreSQL", pg_url, nginx_rate, 18481, options.rounds)
+        gateway["pg1"] = bench.gateway("PostgreSQL", pg_url, nginx_rate, 18481, options.rounds, revocation_nodes=2)
         if options.only_gateway:
             print("date: %s  command: scripts/bench-load %d --only-gateway  (%.0f s in all)" % (
                 time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), options.seconds, time.monotonic() - started))
