@@ -9,8 +9,9 @@ Every figure is printed beside references measured in the same run:
     introspect one after the other, per store (SQLite, PostgreSQL one node); the median ratio and
     its spread decide, then authorize's p99 at about half its maximum rate, and the four
     revocations under load (`attestctl integration revoke`, `token revoke`, `device block` and
-    `integration suspend`, each while wrk checks its token; the 50 checks sent after it returned
-    must all be 401), on one node, and on PostgreSQL on two nodes too (load and checks on both);
+    `integration suspend`, each while wrk checks its token; after it returned, 50 checks on new
+    connections and one second of wrk on keep-alive ones must all be 401), on one node, and on
+    PostgreSQL on two nodes too (load and checks on both);
   - each store's own single-transaction commit rate (a loop of one-row INSERT + COMMIT on the
     same file system or cluster, same durability), beside refresh/s, and how many commits shared
     one flush (SQLite: attestd's group commit; PostgreSQL: pg_stat_wal's flushes);
@@ -41,6 +42,7 @@ PostgreSQL >= 0.5 x SQLite's; attest >= 0.8 x the in-process verifier for the sa
 """
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -60,6 +62,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SECRET = "gateway-secret-for-the-benchmark-0123456789"
 # What an operator can take away, each measured under load (Bench.revocations_under_load).
 REVOCATIONS = ("integration revoke", "token revoke", "device block", "integration suspend")
+# A wrk script that counts the answers' statuses over all its threads and prints them.
+STATUS_COUNTER = """local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) ok = 0; refused = 0; other = 0 end
+function response(status, headers, body)
+  if status == 200 then ok = ok + 1 elseif status == 401 then refused = refused + 1 else other = other + 1 end
+end
+function done(summary, latency, requests)
+  local a, b, c = 0, 0, 0
+  for _, t in ipairs(threads) do a = a + t:get("ok"); b = b + t:get("refused"); c = c + t:get("other") end
+  io.write(string.format("statuses 200=%d 401=%d other=%d\\n", a, b, c))
+end
+"""
 OPERATIONS = ("authorize", "introspect", "challenge", "refresh", "attest")
 APP_ID = "ABCDE12345.com.example.bench"
 DEVICE_COLUMNS = "key_id, client_id, public_key, counter, environment, receipt, status, created_at, updated_at"
@@ -84,12 +99,15 @@ def wrk(seconds, urls, extra=()):
 
 
 def check_status(url, token):
-    """The status of one authorize of `token` at `url`, on a connection of its own."""
+    """The status of one authorize of `token` at `url`, on a connection of its own; None when no
+    answer came (a reset, a timeout): neither a 200 nor a 401."""
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": "Bearer " + token}), timeout=10) as answer:
             return answer.status
     except urllib.error.HTTPError as error:
         return error.code
+    except (urllib.error.URLError, OSError, http.client.HTTPException):
+        return None
 
 
 def count_label(count):
@@ -157,10 +175,13 @@ def print_gateway(gateway, rounds):
         paced = figures["paced"]
         print("authorize at about half its rate (%s): %.0f/s, p50 %s, p99 %s" % (label, paced[0], paced[1], paced[2]))
         for nodes, revocations in sorted(figures["revocation"].items()):
-            for kind, accepted, took, refused in revocations:
-                print("revocation under load (%s, %d node%s): attestctl %s returned in %.0f ms; %d of 50 checks sent after it "
-                      "answered 401   (target 50; before it: %s)" % (label.split(",")[0], nodes, "s" if nodes > 1 else "", kind, took,
-                                                                    refused, "200 on every node" if accepted else "NOT 200"))
+            for kind, accepted, took, refused, after in revocations:
+                held = accepted and refused == 50 and after["200"] == 0 and after["401"] > 0
+                print("revocation under load (%s, %d node%s): attestctl %s returned in %.0f ms; after it, %d of 50 checks on new "
+                      "connections and %d of %d on wrk's keep-alive ones answered 401, %d answered 200   (target: no 200; before it: %s)%s"
+                      % (label.split(",")[0], nodes, "s" if nodes > 1 else "", kind, took, refused, after["401"],
+                         after["200"] + after["401"] + after["other"], after["200"],
+                         "200 on every node" if accepted else "NOT 200", "" if held else "   FAILED"))
 
 
 def median_spread(values):
@@ -370,10 +391,16 @@ class Bench:
 
     def revocations_under_load(self, db, ports):
         """Each of the four revocations on its own integration while wrk checks its token on every
-        node in `ports` as fast as it can; then 50 checks sent after the command returned, spread
-        over the nodes while wrk still runs. One (command, whether a check on each node answered 200
-        just before it, milliseconds attestctl took, checks answered 401 of 50) per revocation."""
+        node in `ports` as fast as it can. After the command returned, while that load still runs:
+        50 checks on connections of their own, spread over the nodes, then one second of wrk on
+        every node over 16 keep-alive connections each (spread over its HTTP threads as it accepts
+        them), counting the statuses. One (command, whether a check on each node answered 200 just before it,
+        milliseconds attestctl took, 401s of the 50 checks, wrk's statuses after it: {200, 401,
+        other}) per revocation."""
         attestctl = os.path.join(self.bin, "attestctl")
+        counter = os.path.join(self.work, "statuses.lua")
+        with open(counter, "w") as f:
+            f.write(STATUS_COUNTER)
         results = []
         for kind in REVOCATIONS:
             client_id = self.integration(db)
@@ -384,25 +411,38 @@ class Bench:
                 command = ["token", "revoke", token]
             elif kind == "device block":
                 listed = json.loads(run([attestctl, "device", "list", "--client-id", client_id, "--json", "--db", db]))
-                devices = listed["devices"] if isinstance(listed, dict) else listed
-                if len(devices) != 1:
-                    raise RuntimeError("expected the one device of %s, got %r" % (client_id, devices))
-                command = ["device", "block", devices[0]["key_id_hex"]]
+                if len(listed) != 1:
+                    raise RuntimeError("expected the one device of %s, got %r" % (client_id, listed))
+                command = ["device", "block", listed[0]["key_id_hex"]]
             else:
                 command = ["integration", "suspend", client_id]
             urls = ["http://127.0.0.1:%d/v1/authorize" % port for port in ports]
+            bearer = ["-H", "Authorization: Bearer " + token]
             loads = [subprocess.Popen(["wrk", "-t%d" % max(1, 2 // len(urls)), "-c%d" % (64 // len(urls)), "-d%ds" % (self.seconds + 4),
-                                       url, "-H", "Authorization: Bearer " + token], stdout=subprocess.DEVNULL) for url in urls]
-            time.sleep(2)
-            # The token must work everywhere first, or the 401s after the command prove nothing.
-            accepted = all(check_status(url, token) == 200 for url in urls)
-            began = time.monotonic()
-            run([attestctl, *command, "--actor", "bench", "--db", db])
-            took = (time.monotonic() - began) * 1000
-            refused = sum(check_status(urls[index % len(urls)], token) == 401 for index in range(50))
-            for proc in loads:
-                proc.wait(timeout=self.seconds + 60)
-            results.append((kind, accepted, took, refused))
+                                       url, *bearer], stdout=subprocess.DEVNULL) for url in urls]
+            try:
+                time.sleep(2)
+                # The token must work everywhere first, or the 401s after the command prove nothing.
+                accepted = all(check_status(url, token) == 200 for url in urls)
+                began = time.monotonic()
+                run([attestctl, *command, "--actor", "bench", "--db", db])
+                took = (time.monotonic() - began) * 1000
+                refused = sum(check_status(urls[index % len(urls)], token) == 401 for index in range(50))
+                after = [subprocess.Popen(["wrk", "-t1", "-c16", "-d1s", "-s", counter, url, *bearer], stdout=subprocess.PIPE, text=True)
+                         for url in urls]
+                statuses = {"200": 0, "401": 0, "other": 0}
+                for proc in after:
+                    counted = re.search(r"statuses 200=(\d+) 401=(\d+) other=(\d+)", proc.communicate(timeout=60)[0]).groups()
+                    for key, value in zip(("200", "401", "other"), counted):
+                        statuses[key] += int(value)
+            except BaseException:
+                for proc in loads:
+                    proc.terminate()
+                raise
+            finally:
+                for proc in loads:
+                    proc.wait(timeout=self.seconds + 60)
+            results.append((kind, accepted, took, refused, statuses))
         return results
 
     def purge_under_load(self, db, sql_runner, seconds=30):
