@@ -87,8 +87,8 @@ def run(args, **kwargs):
 
 def wrk(seconds, urls, extra=()):
     """wrk on every URL at once (2 threads, 64 connections in all): (requests/s summed, worst p50, worst p99)."""
-    procs = [subprocess.Popen(["wrk", "-t%d" % max(1, 2 // len(urls)), "-c%d" % (64 // len(urls)), "-d%ds" % seconds, "--latency",
-                               *extra, url], stdout=subprocess.PIPE, text=True) for url in urls]
+    procs = [subprocess.Popen(wrk_share(seconds, url, len(urls), ["--latency", *extra]), stdout=subprocess.PIPE, text=True)
+             for url in urls]
     rate, p50, p99 = 0.0, "", ""
     for proc in procs:
         out = proc.communicate(timeout=seconds + 60)[0]
@@ -96,6 +96,11 @@ def wrk(seconds, urls, extra=()):
         p50 = max(p50, re.search(r"\s50%\s+(\S+)", out).group(1))
         p99 = max(p99, re.search(r"\s99%\s+(\S+)", out).group(1))
     return rate, p50, p99
+
+
+def wrk_share(seconds, url, nodes, extra=()):
+    """The wrk command for one of `nodes` URLs loaded at once: its share of 2 threads and 64 connections."""
+    return ["wrk", "-t%d" % max(1, 2 // nodes), "-c%d" % (64 // nodes), "-d%ds" % seconds, *extra, url]
 
 
 def check_status(url, token):
@@ -394,9 +399,9 @@ class Bench:
         node in `ports` as fast as it can. After the command returned, while that load still runs:
         50 checks on connections of their own, spread over the nodes, then one second of wrk on
         every node over 16 keep-alive connections each (spread over its HTTP threads as it accepts
-        them), counting the statuses. One (command, whether a check on each node answered 200 just before it,
-        milliseconds attestctl took, 401s of the 50 checks, wrk's statuses after it: {200, 401,
-        other}) per revocation."""
+        them), counting the statuses. One (command, whether a check on each node answered 200 just
+        before it, milliseconds attestctl took, 401s of the 50 checks, wrk's statuses after it:
+        {200, 401, other}) per revocation."""
         attestctl = os.path.join(self.bin, "attestctl")
         counter = os.path.join(self.work, "statuses.lua")
         with open(counter, "w") as f:
@@ -418,8 +423,7 @@ class Bench:
                 command = ["integration", "suspend", client_id]
             urls = ["http://127.0.0.1:%d/v1/authorize" % port for port in ports]
             bearer = ["-H", "Authorization: Bearer " + token]
-            loads = [subprocess.Popen(["wrk", "-t%d" % max(1, 2 // len(urls)), "-c%d" % (64 // len(urls)), "-d%ds" % (self.seconds + 4),
-                                       url, *bearer], stdout=subprocess.DEVNULL) for url in urls]
+            loads = [subprocess.Popen(wrk_share(self.seconds + 4, url, len(urls), bearer), stdout=subprocess.DEVNULL) for url in urls]
             try:
                 time.sleep(2)
                 # The token must work everywhere first, or the 401s after the command prove nothing.
