@@ -247,7 +247,8 @@ package final class PostgresTokenStore: SQLTokenStore {
     ///    spent here and the integration is active and not suspended;
     /// 4. `minted` inserts the token only when the counter advanced; `trimmed`, with a cap of N
     ///    live tokens per device, deletes all but the newest N - 1 of the device's earlier tokens
-    ///    (the new one, not yet visible to the statement, always stays);
+    ///    by their order of issue, `seq` (the new one, not yet visible to the statement, always
+    ///    stays; `SQLText.issueOrder`);
     /// 5. `unretiring` says that the statement's deletions retire nothing when the integration,
     ///    as locked in 1, has a cap (no node keeps a capped integration's tokens; a change of the
     ///    cap locks the row FOR UPDATE first), so the trigger raises no answer epoch for the trim
@@ -274,7 +275,8 @@ package final class PostgresTokenStore: SQLTokenStore {
         ), trimmed AS (
             DELETE FROM tokens WHERE key_id = $1 AND $6::bigint IS NOT NULL AND EXISTS (SELECT 1 FROM minted)
                 AND token_hash NOT IN
-                    (SELECT token_hash FROM tokens WHERE key_id = $1 ORDER BY issued_at DESC, token_hash DESC LIMIT $6::bigint - 1)
+                    (SELECT token_hash FROM tokens WHERE key_id = $1
+                        ORDER BY \(SQLText.issueOrder(in: SharedSQL.tokensNewestFirst, for: .postgresql)) LIMIT $6::bigint - 1)
         )
         SELECT (SELECT count(*) FROM consumed), (SELECT status FROM integration), (SELECT suspended_at FROM integration),
             (SELECT count(*) FROM minted), (SELECT setting FROM unretiring)

@@ -88,14 +88,15 @@ extension SQLTokenStore {
 
 /// The statements of admin keys and sessions, written once.
 enum AdminKeySQL {
+    private static let byIssue = SQLText.issueOrder(time: "created_at", key: "id")
     static let insertKey = SQLStatement(SQLText.insert(into: "admin_keys", AdminKeyRecord.columns))
     static let keyByID = SQLStatement("SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE id = ?")
     static let activeKeyByHash = SQLStatement(
         "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE key_hash = ? AND revoked_at IS NULL")
     static let keysOfWorkspace = SQLStatement(
-        "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE workspace_id = ? ORDER BY created_at, id")
+        inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE workspace_id = ? ORDER BY \(byIssue)")
     static let allKeys = SQLStatement(
-        "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys ORDER BY workspace_id, created_at, id")
+        inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys ORDER BY workspace_id, \(byIssue)")
     static let lockKey = SQLStatement("SELECT revoked_at FROM admin_keys WHERE id = ?", forPostgreSQL: " FOR UPDATE")
     static let revokeKey = SQLStatement("UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
     static let deleteSessionsOfKey = SQLStatement("DELETE FROM admin_sessions WHERE key_id = ?")
@@ -110,7 +111,7 @@ enum AdminKeySQL {
         """)
     static let deleteSession = SQLStatement("DELETE FROM admin_sessions WHERE session_hash = ?")
     static let purgeSessions = SQLStatement("DELETE FROM admin_sessions WHERE expires_at <= ?")
-    static let integrationsOfWorkspace = IntegrationRecord.select("WHERE workspace_id = ? ORDER BY created_at, client_id")
+    static let integrationsOfWorkspace = IntegrationRecord.select("WHERE workspace_id = ? ORDER BY \(SharedSQL.integrationsByIssue)")
     static let devicesByIntegration = SQLStatement(
         """
         SELECT d.client_id, count(*) FROM devices d JOIN integrations i ON i.client_id = d.client_id

@@ -57,7 +57,7 @@ extension SQLTokenStore {
             guard advanced == 1 else { return .counterChanged }
             try session.run(SharedSQL.insertToken, token.storedValues)
             if let keepingLatest {
-                try session.run(SharedSQL.trimTokens, [.blob(keyID), .blob(token.tokenHash), .integer(Int64(keepingLatest))])
+                try session.run(SharedSQL.trimTokens, [.blob(keyID), .integer(Int64(keepingLatest))])
             }
             return .advanced
         }

@@ -185,9 +185,11 @@ package enum UpkeepSQL {
     /// (expired), so PostgreSQL's trigger raises no answer epoch for them (migration 0011).
     static let deletionsRetireNothing = SQLStatement(
         sqlite: "SELECT 1", postgresql: "SELECT set_config('attestd.deletions_retire_nothing', 'on', true)")
-    static let allDevices = SQLStatement("SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices ORDER BY created_at, key_id")
+    /// In their order of issue, so that a copy inserting them in this order numbers them alike.
+    static let allDevices = SQLStatement(
+        inIssueOrder: "SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices ORDER BY \(SharedSQL.devicesByIssue)")
     static let liveTokens = SQLStatement(
-        "SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE expires_at > ? ORDER BY issued_at, token_hash")
+        inIssueOrder: "SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE expires_at > ? ORDER BY \(SharedSQL.tokensByIssue)")
     static let allAudit = SQLStatement("SELECT \(SQLText.list(AuditEntry.columns)) FROM audit_log ORDER BY id")
     static let lockIntegrationsTable = SQLStatement(sqlite: "SELECT 1", postgresql: "LOCK TABLE integrations IN EXCLUSIVE MODE")
     static let countIntegrations = SQLStatement("SELECT count(*) FROM integrations")

@@ -40,12 +40,19 @@ package protocol SQLTokenStore: TokenStore {
 
 /// The statements of the shared operations, written once (`?` placeholders; see `SQLStatement`).
 enum SharedSQL {
+    // MARK: Orders of issue (migration 0012)
+
+    static let integrationsByIssue = SQLText.issueOrder(time: "created_at", key: "client_id")
+    static let devicesByIssue = SQLText.issueOrder(time: "created_at", key: "key_id")
+    static let tokensByIssue = SQLText.issueOrder(time: "issued_at", key: "token_hash")
+    static let tokensNewestFirst = SQLText.issueOrder(time: "issued_at", key: "token_hash", newestFirst: true)
+
     // MARK: Integrations
 
     static let insertIntegration = SQLStatement(SQLText.insert(into: "integrations", IntegrationRecord.columns))
     static let insertBundleID = SQLStatement("INSERT INTO integration_bundle_ids (client_id, bundle_id) VALUES (?, ?)")
     static let selectIntegration = IntegrationRecord.select("WHERE client_id = ?")
-    static let selectIntegrations = IntegrationRecord.select("ORDER BY created_at, client_id")
+    static let selectIntegrations = IntegrationRecord.select("ORDER BY \(integrationsByIssue)")
     /// The integration's state, its row locked against concurrent changes of it (PostgreSQL;
     /// SQLite's writer transaction holds the one write lock already).
     static let lockIntegrationForUpdate = SQLStatement(
@@ -94,12 +101,13 @@ enum SharedSQL {
     /// Compare-and-set on the value the assertion was verified against: of two requests racing
     /// with the same counter, exactly one changes the row.
     static let advanceCounter = SQLStatement("UPDATE devices SET counter = ?, updated_at = ? WHERE key_id = ? AND counter = ?")
-    /// All but the device's newest `?3` tokens (the token just minted always among them).
+    /// All but the device's newest `?2` tokens in their order of issue (the token just minted is
+    /// the newest; issued_at is whole seconds and cannot order two refreshes of one second).
     static let trimTokens = SQLStatement(
-        """
-        DELETE FROM tokens WHERE key_id = ?1 AND token_hash NOT IN
-            (SELECT token_hash FROM tokens WHERE key_id = ?1 ORDER BY issued_at DESC, token_hash = ?2 DESC, token_hash DESC LIMIT ?3)
-        """)
+        inIssueOrder: """
+            DELETE FROM tokens WHERE key_id = ?1 AND token_hash NOT IN
+                (SELECT token_hash FROM tokens WHERE key_id = ?1 ORDER BY \(tokensNewestFirst) LIMIT ?2)
+            """)
     static let newKeyCount = SQLStatement("SELECT count(*) FROM devices WHERE client_id = ? AND created_at >= ?")
     static let selectActiveToken = SQLStatement(
         """
@@ -113,7 +121,7 @@ enum SharedSQL {
     static let blockDevice = SQLStatement("UPDATE devices SET status = 'revoked', updated_at = ? WHERE key_id = ?")
     static let deleteTokensOfDevice = SQLStatement("DELETE FROM tokens WHERE key_id = ?")
     static let devicesOfIntegration = SQLStatement(
-        "SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices WHERE client_id = ? ORDER BY created_at, key_id")
+        inIssueOrder: "SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices WHERE client_id = ? ORDER BY \(devicesByIssue)")
     static let liveTokensByDevice = SQLStatement(
         "SELECT key_id, count(*) FROM tokens WHERE client_id = ? AND expires_at > ? GROUP BY key_id")
     static let liveTokenCount = SQLStatement("SELECT count(*) FROM tokens WHERE key_id = ? AND expires_at > ?")

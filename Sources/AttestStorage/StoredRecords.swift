@@ -155,7 +155,9 @@ extension IntegrationRecord: StoredRecord {
         let postgresql =
             "SELECT \(columns), (SELECT string_agg(b.bundle_id, ',' ORDER BY b.bundle_id) FROM integration_bundle_ids b "
             + "WHERE b.client_id = integrations.client_id) FROM integrations \(filter)"
-        return SQLStatement(sqlite: sqlite, postgresql: SQLStatement.numbered(postgresql) + suffix)
+        return SQLStatement(
+            sqlite: SQLText.issueOrder(in: sqlite, for: .sqlite),
+            postgresql: SQLText.issueOrder(in: SQLStatement.numbered(postgresql), for: .postgresql) + suffix)
     }
 }
 

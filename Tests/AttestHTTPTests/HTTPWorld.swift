@@ -40,7 +40,8 @@ final class HTTPWorld {
     let location: TestStoreLocation
 
     init(
-        _ backend: StoreBackend = .sqlite, listening: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }
+        _ backend: StoreBackend = .sqlite, listening: Bool = true, clock: any WallClock = SystemWallClock(),
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-http-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -62,12 +63,12 @@ final class HTTPWorld {
         configuration.challengePerIntegration = .unlimited
         configure(&configuration)
         if listening {
-            let server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink))
+            let server = try Server(configuration: configuration, version: "test", logger: Logger(sink: sink), clock: clock)
             listener = server
             app = server.application
         } else {
             listener = nil
-            app = try Application(configuration: configuration, version: "test", logger: Logger(sink: sink))
+            app = try Application(configuration: configuration, version: "test", logger: Logger(sink: sink), clock: clock)
         }
         // A second connection to the same database, as attestctl in another process would have.
         admin = IntegrationAdmin(store: try location.open(at: 0, connections: 1))
