@@ -33,7 +33,8 @@ package struct AttestCtl: Sendable {
         IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
         IntegrationCommands.resume, PolicyCommands.update, FraudKeyCommands.setFraudKey, PolicyCommands.list,
         PolicyCommands.show, IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList,
-        AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.revoke, StoreCommands.migrate, StoreCommands.check,
+        AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.revoke, DebugTokenCommands.create, DebugTokenCommands.list,
+        DebugTokenCommands.revoke, StoreCommands.migrate, StoreCommands.check,
         StoreCommands.copy, StoreCommands.backup, SimulateCommand.command,
     ]
 

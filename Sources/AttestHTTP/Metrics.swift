@@ -76,6 +76,9 @@ package final class Metrics: Sendable, ServiceObserver {
         var receipts: [String: UInt64] = [:]
         var risk: [String: (counts: [UInt64], sum: Int, count: UInt64)] = [:]
         var tokensMinted: UInt64 = 0
+        var debugTokensMinted: UInt64 = 0
+        /// Debug token exchanges by outcome: `ok`, or a refusal's reason (a closed set).
+        var debugExchanges: [String: UInt64] = ["ok": 0, "debug_token": 0, "rate_limited": 0]
     }
 
     private let state = Mutex(State())
@@ -139,8 +142,14 @@ package final class Metrics: Sendable, ServiceObserver {
         state.withLock { $0.storageErrors[reason, default: 0] += 1 }
     }
 
-    package func tokenIssued() {
-        state.withLock { $0.tokensMinted += 1 }
+    package func tokenIssued(debug: Bool) {
+        state.withLock { state in
+            if debug { state.debugTokensMinted += 1 } else { state.tokensMinted += 1 }
+        }
+    }
+
+    package func debugTokenExchanged(outcome: String) {
+        state.withLock { $0.debugExchanges[outcome, default: 0] += 1 }
     }
 
     /// The exposition text; `gauges` are sampled by the caller at scrape time.
@@ -189,8 +198,16 @@ package final class Metrics: Sendable, ServiceObserver {
             "attestd_connections_refused_total", .counter,
             help: "Connections refused, by reason (per_address: the address held its whole share).")
         out.sample("attestd_connections_refused_total", ["reason": "per_address"], snapshot.refusedConnections)
-        out.family("attestd_tokens_minted_total", .counter, help: "Access tokens issued.")
-        out.sample("attestd_tokens_minted_total", snapshot.tokensMinted)
+        out.family(
+            "attestd_tokens_minted_total", .counter, help: "Access tokens issued, by kind (device: attested; debug: for a debug token).")
+        out.sample("attestd_tokens_minted_total", ["kind": "device"], snapshot.tokensMinted)
+        out.sample("attestd_tokens_minted_total", ["kind": "debug"], snapshot.debugTokensMinted)
+        out.family(
+            "attestd_debug_token_exchanges_total", .counter,
+            help: "POST /v1/debug-token by outcome: ok, or the refusal's reason (debug_token: unknown, expired, revoked or foreign).")
+        for (outcome, value) in snapshot.debugExchanges.sorted(by: { $0.key < $1.key }) {
+            out.sample("attestd_debug_token_exchanges_total", ["outcome": outcome], value)
+        }
         for gauge in gauges {
             out.family(gauge.name, .gauge, help: gauge.help)
             out.sample(gauge.name, gauge.value)

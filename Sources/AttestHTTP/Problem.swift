@@ -42,12 +42,12 @@ struct Problem: Error, Sendable {
             case .service(let code):
                 switch code {
                 case .malformedRequest, .invalidIntegration: 400
-                case .invalidChallenge, .attestationRejected, .assertionRejected: 401
+                case .invalidChallenge, .attestationRejected, .assertionRejected, .invalidDebugToken: 401
                 case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded, .receiptRequired: 403
-                case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound: 404
+                case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound, .debugTokenNotFound: 404
                 case .adminUnauthenticated: 401
                 case .forbiddenRole: 403
-                case .keyAlreadyRegistered: 409
+                case .keyAlreadyRegistered, .debugTokenLimit: 409
                 case .rateLimited: 429
                 case .internalError: 500
                 case .storageUnavailable: 503

@@ -25,11 +25,14 @@ package enum RateLimitKey: Sendable, Hashable {
 package enum SharedRateLimitKey: Sendable, Hashable {
     /// New keys attested for an integration: Apple's ~100 per second per app holds for the deployment.
     case attestations(clientID: String)
+    /// Access tokens minted for one debug token, on whichever node.
+    case debugToken(id: String)
 
     /// The bucket's name in the store.
     var bucket: String {
         switch self {
         case .attestations(let clientID): "attestations/" + clientID
+        case .debugToken(let id): "debug-tokens/" + id
         }
     }
 }

@@ -41,6 +41,12 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case adminKeyNotFound = "admin_key_not_found"
         /// An admin key or console session that is missing, unknown, revoked or expired.
         case adminUnauthenticated = "unauthorized"
+        /// A debug token that is unknown, expired, revoked or another integration's (one answer).
+        case invalidDebugToken = "invalid_debug_token"
+        /// No debug token with this ID for this integration (the admin API, attestctl).
+        case debugTokenNotFound = "debug_token_not_found"
+        /// The integration holds its maximum of live debug tokens.
+        case debugTokenLimit = "debug_token_limit"
     }
 
     /// The request fields, by their wire names.
@@ -64,6 +70,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case bundleIDs = "bundle_ids"
         case environment
         case policy
+        case expiresIn = "expires_in"
+        case debugToken = "debug_token"
     }
 
     /// The integration settings `attestctl integration create` validates.
@@ -128,6 +136,10 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case ownKey
         /// This node's clock and the shared database's disagree past the tolerance.
         case clockSkew
+        /// The debug token was refused (`invalid_debug_token`).
+        case debugToken
+        case debugTokenNotFound
+        case debugTokenLimit
 
         /// The stable wire spelling.
         package var identifier: String {
@@ -163,6 +175,9 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .adminCredential: "admin_credential"
             case .ownKey: "own_key"
             case .clockSkew: "clock_skew"
+            case .debugToken: "debug_token"
+            case .debugTokenNotFound: "debug_token_not_found"
+            case .debugTokenLimit: "debug_token_limit"
             }
         }
     }

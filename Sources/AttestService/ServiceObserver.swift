@@ -13,6 +13,8 @@ package protocol ServiceObserver: Sendable {
     /// that failed). `clientID` is the stored client ID of the integration it was for, once the
     /// integration was found; nil before.
     func verificationFinished(_ kind: VerificationKind, outcome: String, clientID: String?)
-    /// An access token was issued.
-    func tokenIssued()
+    /// An access token was issued: to an attested device, or for a debug token.
+    func tokenIssued(debug: Bool)
+    /// A debug token was exchanged (`outcome` `ok`) or refused (the refusal's reason).
+    func debugTokenExchanged(outcome: String)
 }

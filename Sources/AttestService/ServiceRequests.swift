@@ -127,6 +127,8 @@ package struct IssuedToken: Sendable, Equatable {
     package let expiresIn: Int64
     package let scope: String
     package let workspaceID: String
+    /// Minted for a debug token (`POST /v1/debug-token`), not an attested device.
+    package var debug = false
 }
 
 /// What introspection and forward-auth learn about a valid token.
@@ -136,6 +138,8 @@ package struct ActiveToken: Sendable, Equatable {
     package let scope: String
     package let issuedAt: Int64
     package let expiresAt: Int64
+    /// Minted for a debug token, not an attested device: `/v1/authorize` says `Attest-Debug: true`.
+    package var debug = false
 }
 
 extension IntegrationRecord {

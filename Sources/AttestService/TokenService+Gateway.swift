@@ -37,7 +37,7 @@ extension TokenService {
     private static func active(_ record: TokenRecord) -> ActiveToken {
         ActiveToken(
             clientID: record.clientID, workspaceID: record.workspaceID, scope: record.scope, issuedAt: record.issuedAt,
-            expiresAt: record.expiresAt)
+            expiresAt: record.expiresAt, debug: record.isDebug)
     }
 
     /// RFC 7009 revocation of one access token: gone if it exists, nothing otherwise. What it

@@ -17,6 +17,9 @@ package struct ServicePolicy: Sendable {
     package var challengePerIntegration = RateLimit(perSecond: 5_000, burst: 10_000)
     /// Challenges and attestations per client address.
     package var perAddress = RateLimit(perSecond: 20, burst: 40)
+    /// Access tokens one debug token may mint, shared by every node: 60 an hour, all at once if
+    /// need be (a CI run's parallel jobs), then one a minute.
+    package var debugTokenMints = RateLimit(perSecond: 60.0 / 3600, burst: 60)
     /// TEST MODE ONLY: allow `seedChallenge` (recorded-device replay).
     package var allowsSeededChallenges = false
     /// How long after its attestation a device may refresh without a known fraud-risk metric when
@@ -35,7 +38,7 @@ package struct ServicePolicy: Sendable {
 
 /// The store roles the token service uses: challenges, devices, lookups and upkeep (not
 /// administration nor receipts).
-package typealias ServiceStore = ChallengeStore & DeviceStore & TokenLookupStore & StoreMaintenance
+package typealias ServiceStore = ChallengeStore & DeviceStore & TokenLookupStore & DebugTokenStore & StoreMaintenance
 
 /// The device-facing and gateway-facing use cases: challenges, attestation, refresh by
 /// assertion, introspection, and the housekeeping the server runs (purge, counts, readiness).
@@ -289,7 +292,7 @@ package final class TokenService: Sendable {
             do throws(ServiceError) {
                 let token = try self.challenges.spendingOnFailure(challenge, now: now, write)
                 self.observer?.verificationFinished(kind, outcome: "ok", clientID: clientID)
-                self.observer?.tokenIssued()
+                self.observer?.tokenIssued(debug: false)
                 return token
             } catch {
                 self.report(kind, error, clientID: clientID)
@@ -491,7 +494,7 @@ package final class TokenService: Sendable {
     }
 
     /// A limit every node of the deployment shares: its bucket lives in the store.
-    private func sharedLimit(_ key: SharedRateLimitKey, _ rate: RateLimit, now: Int64) throws(ServiceError) {
+    func sharedLimit(_ key: SharedRateLimitKey, _ rate: RateLimit, now: Int64) throws(ServiceError) {
         guard rate.perSecond > 0 else { return }
         let wait = try stored { () throws(StorageError) in
             try store.takeSharedToken(bucket: key.bucket, perSecond: rate.perSecond, burst: rate.burst, at: Double(now))

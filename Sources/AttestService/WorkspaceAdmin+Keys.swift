@@ -29,9 +29,7 @@ extension WorkspaceAdmin {
         guard IntegrationAdmin.isValidIdentifier(workspaceID) else {
             throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
         }
-        guard !name.isEmpty, name.count <= 100, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-            throw ServiceError.malformed(.field(.name), "name must be 1 to 100 printable characters")
-        }
+        try Self.requireValidName(name)
         let secret = Self.keyPrefix + Base64Text.encode(try random.bytesOrFail(32), .url)
         let record = AdminKeyRecord(
             id: Self.keyIDPrefix + Hex.encode(try random.bytesOrFail(8)), keyHash: Digest.sha256(Array(secret.utf8)),

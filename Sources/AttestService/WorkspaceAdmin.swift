@@ -40,13 +40,14 @@ package struct WorkspaceAdmin: Sendable {
     /// working day, as the seed's Console and Firebase's keep an admin signed in).
     package static let sessionSeconds: Int64 = 8 * 3600
 
-    let store: any AdminStore & AdminKeyStore
+    let store: any AdminStore & AdminKeyStore & DebugTokenStore
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
 
     package init(
-        store: any AdminStore & AdminKeyStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(),
+        store: any AdminStore & AdminKeyStore & DebugTokenStore, clock: any WallClock = SystemWallClock(),
+        random: any RandomSource = SystemRandom(),
         logger: Logger? = nil
     ) {
         self.store = store

@@ -267,7 +267,7 @@ package final class PostgresTokenStore: SQLTokenStore {
             RETURNING key_id
         ), minted AS (
             INSERT INTO tokens (\(SQLText.list(TokenRecord.columns)))
-            SELECT $7::bytea, $8::text, $9::text, key_id, $10::text, $11::bigint, $12::bigint FROM advanced
+            SELECT $7::bytea, $8::text, $9::text, key_id, $10::text, $11::bigint, $12::bigint, NULL::text FROM advanced
             RETURNING key_id
         ), unretiring AS MATERIALIZED (
             SELECT set_config('attestd.deletions_retire_nothing',
@@ -388,16 +388,16 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     /// The active tokens among the hashes `$1` (a `BYTEA[]`) that expire after `$2`: the token's
-    /// integration active and not suspended, its device active; and whether its answer may be
-    /// kept (`FoundToken`).
+    /// integration active and not suspended, its device active (a debug token's has none: revoking
+    /// the debug token deletes them); and whether its answer may be kept (`FoundToken`).
     private static let selectActiveTokens = """
         SELECT \(SQLText.list(TokenRecord.columns, alias: "t")),
             CASE WHEN i.max_live_tokens_per_device IS NULL THEN 1 ELSE 0 END::bigint
         FROM tokens t
         JOIN integrations i ON i.client_id = t.client_id
-        JOIN devices d ON d.key_id = t.key_id
+        LEFT JOIN devices d ON d.key_id = t.key_id
         WHERE t.token_hash = ANY ($1) AND t.expires_at > $2 AND i.status = 'active' AND i.suspended_at IS NULL
-            AND d.status = 'active'
+            AND (d.status = 'active' OR t.debug_token_id IS NOT NULL)
         """
 
     private static let statistics = SQLStatement(

@@ -103,7 +103,8 @@ extension SQLTokenStore {
                 devices: try session.records(DeviceRecord.self, UpkeepSQL.allDevices, []),
                 tokens: try session.records(TokenRecord.self, UpkeepSQL.liveTokens, [.integer(time)]),
                 auditEntries: try session.records(AuditEntry.self, UpkeepSQL.allAudit, []),
-                adminKeys: try session.records(AdminKeyRecord.self, AdminKeySQL.allKeys, []))
+                adminKeys: try session.records(AdminKeyRecord.self, AdminKeySQL.allKeys, []),
+                debugTokens: try session.records(DebugTokenRecord.self, DebugTokenSQL.all, []))
         }
     }
 
@@ -121,6 +122,7 @@ extension SQLTokenStore {
             try Self.insertBatches(snapshot.tokens, into: "tokens", in: session)
             try Self.insertBatches(snapshot.auditEntries, into: "audit_log", in: session)
             try Self.insertBatches(snapshot.adminKeys, into: "admin_keys", in: session)
+            try Self.insertBatches(snapshot.debugTokens, into: "debug_tokens", in: session)
         }
     }
 

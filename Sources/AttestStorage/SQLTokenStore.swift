@@ -114,8 +114,9 @@ enum SharedSQL {
         SELECT \(SQLText.list(TokenRecord.columns, alias: "t"))
         FROM tokens t
         JOIN integrations i ON i.client_id = t.client_id
-        JOIN devices d ON d.key_id = t.key_id
-        WHERE t.token_hash = ? AND t.expires_at > ? AND i.status = 'active' AND i.suspended_at IS NULL AND d.status = 'active'
+        LEFT JOIN devices d ON d.key_id = t.key_id
+        WHERE t.token_hash = ? AND t.expires_at > ? AND i.status = 'active' AND i.suspended_at IS NULL
+            AND (d.status = 'active' OR t.debug_token_id IS NOT NULL)
         """)
     static let deleteToken = SQLStatement("DELETE FROM tokens WHERE token_hash = ?")
     static let blockDevice = SQLStatement("UPDATE devices SET status = 'revoked', updated_at = ? WHERE key_id = ?")

@@ -191,7 +191,9 @@ package protocol StoreMaintenance: Sendable {
 }
 
 /// Everything attestd persists: every role, implemented by both backends.
-package protocol TokenStore: ChallengeStore, DeviceStore, TokenLookupStore, AdminStore, AdminKeyStore, ReceiptStore, StoreMaintenance {}
+package protocol TokenStore: ChallengeStore, DeviceStore, TokenLookupStore, AdminStore, AdminKeyStore, DebugTokenStore, ReceiptStore,
+    StoreMaintenance
+{}
 
 extension TokenLookupStore {
     /// Answered at once, for a store where a lookup costs no round trip (SQLite).

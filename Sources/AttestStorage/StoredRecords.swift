@@ -27,16 +27,21 @@ extension DecodableRecord {
 }
 
 extension TokenRecord: StoredRecord {
-    package static let columns = ["token_hash", "client_id", "workspace_id", "key_id", "scope", "issued_at", "expires_at"]
+    package static let columns = [
+        "token_hash", "client_id", "workspace_id", "key_id", "scope", "issued_at", "expires_at", "debug_token_id",
+    ]
 
     package var storedValues: [SQLValue] {
-        [.blob(tokenHash), .text(clientID), .text(workspaceID), .blob(keyID), .text(scope), .integer(issuedAt), .integer(expiresAt)]
+        [
+            .blob(tokenHash), .text(clientID), .text(workspaceID), .blob(keyID), .text(scope), .integer(issuedAt), .integer(expiresAt),
+            SQLValue(debugTokenID),
+        ]
     }
 
     package init(row: inout SQLRowReader) throws(StorageError) {
         self.init(
             tokenHash: try row.blob(), clientID: try row.text(), workspaceID: try row.text(), keyID: try row.blob(),
-            scope: try row.text(), issuedAt: try row.int64(), expiresAt: try row.int64())
+            scope: try row.text(), issuedAt: try row.int64(), expiresAt: try row.int64(), debugTokenID: try row.optionalText())
     }
 }
 

@@ -197,14 +197,21 @@ package struct TokenRecord: Sendable, Hashable {
     package var scope: String
     package var issuedAt: Int64
     package var expiresAt: Int64
+    /// The debug token that minted it (`DebugTokenRecord.id`); nil for an attested device's.
+    package var debugTokenID: String?
 
     package init(
-        tokenHash: [UInt8], clientID: String, workspaceID: String, keyID: [UInt8], scope: String, issuedAt: Int64, expiresAt: Int64
+        tokenHash: [UInt8], clientID: String, workspaceID: String, keyID: [UInt8], scope: String, issuedAt: Int64, expiresAt: Int64,
+        debugTokenID: String? = nil
     ) {
         (self.tokenHash, self.clientID, self.workspaceID, self.keyID, self.scope, self.issuedAt, self.expiresAt) = (
             tokenHash, clientID, workspaceID, keyID, scope, issuedAt, expiresAt
         )
+        self.debugTokenID = debugTokenID
     }
+
+    /// Minted for a debug token, not an attested device.
+    package var isDebug: Bool { debugTokenID != nil }
 }
 
 /// A challenge as stored, read without consuming it.
@@ -263,14 +270,15 @@ package struct StoreSnapshot: Sendable, Equatable {
     package var tokens: [TokenRecord]
     package var auditEntries: [AuditEntry]
     package var adminKeys: [AdminKeyRecord]
+    package var debugTokens: [DebugTokenRecord]
 
     /// A snapshot of these records.
     package init(
         integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = [],
-        adminKeys: [AdminKeyRecord] = []
+        adminKeys: [AdminKeyRecord] = [], debugTokens: [DebugTokenRecord] = []
     ) {
         (self.integrations, self.devices, self.tokens, self.auditEntries) = (integrations, devices, tokens, auditEntries)
-        self.adminKeys = adminKeys
+        (self.adminKeys, self.debugTokens) = (adminKeys, debugTokens)
     }
 }
 
@@ -309,6 +317,8 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case adminKeyCreate = "admin-key.create"
     case adminKeyRevoke = "admin-key.revoke"
     case consoleSignIn = "console.sign-in"
+    case debugTokenCreate = "debug-token.create"
+    case debugTokenRevoke = "debug-token.revoke"
 }
 
 /// The audit row a change writes in the change's own transaction: who did what to what, and the

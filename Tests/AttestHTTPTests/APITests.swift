@@ -368,7 +368,7 @@ struct APITests {
         let metrics = try client.request("GET", "/metrics").text
         #expect(metrics.contains(#"attestd_http_requests_total{route="attest",status="200"} 1"#))
         #expect(metrics.contains(#"attestd_verifications_total{kind="attestation",outcome="ok"} 1"#))
-        #expect(metrics.contains("attestd_tokens_minted_total 1"))
+        #expect(metrics.contains(#"attestd_tokens_minted_total{kind="device"} 1"#))
         #expect(metrics.contains("attestd_active_devices 1"))
         #expect(metrics.contains("attestd_trust_anchor_is_apple 0"))
         // The anchors' expiry, for AttestdTrustAnchorExpiring: the synthetic root's (twenty years

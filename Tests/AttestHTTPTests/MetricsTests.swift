@@ -59,7 +59,7 @@ struct MetricsTests {
         world.server.refreshStatistics()  // what the purge timer does every --purge-interval
         let after = try Exposition(try client.request("GET", "/metrics").text)
         func moved(_ sample: String) -> Double { (after.samples[sample] ?? 0) - (before.samples[sample] ?? 0) }
-        #expect(moved("attestd_tokens_minted_total") == 2)
+        #expect(moved(#"attestd_tokens_minted_total{kind="device"}"#) == 2)
         #expect(moved(#"attestd_http_requests_total{route="authorize",status="200"}"#) == 1)
         #expect(moved(#"attestd_http_requests_total{route="authorize",status="401"}"#) == 1)
         #expect(moved(#"attestd_verifications_total{kind="attestation",outcome="ok"}"#) == 1)

@@ -131,7 +131,8 @@ final class RecordingObserver: ServiceObserver {
     func verificationFinished(_ kind: VerificationKind, outcome: String, clientID: String?) {
         reports.withLock { $0.append("\(kind.rawValue) \(outcome) \(clientID ?? "-")") }
     }
-    func tokenIssued() { reports.withLock { $0.append("token") } }
+    func tokenIssued(debug: Bool) { reports.withLock { $0.append(debug ? "debug token" : "token") } }
+    func debugTokenExchanged(outcome: String) { reports.withLock { $0.append("debug exchange \(outcome)") } }
 }
 
 extension WriteLaterTests {

@@ -155,10 +155,10 @@ struct MigratorTests {
             ),
             Violation(
                 name: "token for a missing integration",
-                sql: "INSERT INTO tokens VALUES (NULL, randomblob(32), 'nope', 'ws', randomblob(32), 's', 1, 2)"),
+                sql: "INSERT INTO tokens VALUES (NULL, randomblob(32), 'nope', 'ws', randomblob(32), 's', 1, 2, NULL)"),
             Violation(
                 name: "token hash not 32 bytes",
-                sql: "INSERT INTO tokens VALUES (NULL, randomblob(31), 'c', 'ws', randomblob(32), 's', 1, 2)"),
+                sql: "INSERT INTO tokens VALUES (NULL, randomblob(31), 'c', 'ws', randomblob(32), 's', 1, 2, NULL)"),
         ])
     func schemaRefuses(violation: Violation) throws {
         let directory = try TemporaryDirectory()
@@ -171,7 +171,7 @@ struct MigratorTests {
             try database.execute(
                 "INSERT INTO devices VALUES (randomblob(32), 'c', randomblob(65), 0, 'production', x'', 'active', 1, 1, 'anchor', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"
             )
-            try database.execute("INSERT INTO tokens VALUES (NULL, randomblob(32), 'c', 'ws', randomblob(32), 's', 1, 2)")
+            try database.execute("INSERT INTO tokens VALUES (NULL, randomblob(32), 'c', 'ws', randomblob(32), 's', 1, 2, NULL)")
         }
         #expect(throws: StorageError(.constraint, "")) {
             try database.immediateTransaction { try database.execute(violation.sql) }

@@ -26,6 +26,9 @@ struct AdminRoutes: Sendable {
         // The same update as a partial update of the integration (REST clients expect PATCH).
         api.on("PATCH", "/integrations/{client_id}", name: "admin_integration_policy", policy)
         api.on("GET", "/integrations/{client_id}/devices", name: "admin_devices", devices)
+        api.on("GET", "/integrations/{client_id}/debug-tokens", name: "admin_debug_tokens", debugTokens)
+        api.on("POST", "/integrations/{client_id}/debug-tokens", name: "admin_debug_token_create", createDebugToken)
+        api.on("DELETE", "/integrations/{client_id}/debug-tokens/{id}", name: "admin_debug_token_revoke", revokeDebugToken)
         api.on("POST", "/devices/{key_id}/block", name: "admin_device_block", block)
         api.on("POST", "/tokens/revoke", name: "admin_token_revoke", revokeToken)
         api.on("GET", "/audit", name: "admin_audit", audit)
@@ -175,5 +178,42 @@ struct AdminRoutes: Sendable {
         let id = context.parameter("key_id")
         try Problem.calling { () throws(ServiceError) in try admin.revokeKey(principal, id: id) }
         return JSONBody.response([("id", id), ("status", "revoked")])
+    }
+
+    // MARK: Debug tokens
+
+    private func debugTokens(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let list = try Problem.calling { () throws(ServiceError) in try admin.debugTokens(principal, clientID: clientID) }
+        return JSONBody.response([("debug_tokens", JSONValue.array(list.map { JSONValue.object($0.publicMembers) }))])
+    }
+
+    private func createDebugToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let body = try AdminBody(context.request)
+        let name = try body.string(.name)
+        let lifetime: Int64?
+        switch body.members[ServiceError.RequestField.expiresIn.rawValue] {
+        case nil, .null?: lifetime = nil
+        case .integer(let seconds)?: lifetime = Int64(seconds)
+        default: throw Problem.malformed(.field(.expiresIn), "expires_in must be a whole number of seconds")
+        }
+        let issued = try Problem.calling { () throws(ServiceError) in
+            try admin.createDebugToken(principal, clientID: clientID, name: name, lifetime: lifetime)
+        }
+        return JSONBody.response(issued.record.publicMembers + [("secret", issued.secret)], status: 201)
+    }
+
+    private func revokeDebugToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let id = context.parameter("id")
+        try Problem.calling { () throws(ServiceError) in try admin.revokeDebugToken(principal, clientID: clientID, id: id) }
+        return JSONBody.response([("id", id), ("revoked", true)])
     }
 }

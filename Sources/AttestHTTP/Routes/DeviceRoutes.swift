@@ -17,6 +17,15 @@ struct DeviceRoutes: Sendable {
         group.add("POST", "/v1/challenge", name: "challenge", .later(challenge, deadline: .storesOwn))
         group.add("POST", "/v1/attest", name: "attest", .later(attest, deadline: .storesOwn))
         group.add("POST", "/v1/token", name: "token", .later(token, deadline: .storesOwn))
+        group.add("POST", "/v1/debug-token", name: "debug_token", .later(debugToken, deadline: .storesOwn))
+    }
+
+    /// A debug token exchanged for an access token (a build that cannot attest).
+    private func debugToken(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .debugToken])
+        context.log.clientID = fields[.clientID]
+        let clientID = try Problem.calling { () throws(ServiceError) in try RequestDecoding.clientID(fields[.clientID] ?? "") }
+        service.exchangeDebugToken(clientID: clientID, secret: fields[.debugToken] ?? "") { issued in reply(Self.tokenResponse(issued)) }
     }
 
     private func challenge(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
@@ -75,9 +84,10 @@ struct DeviceRoutes: Sendable {
     }
 
     private static func tokenResponse(_ token: IssuedToken) -> HTTPResponse {
-        JSONBody.response([
-            ("access_token", token.accessToken), ("token_type", "Bearer"), ("expires_in", token.expiresIn), ("scope", token.scope),
-            ("workspace_id", token.workspaceID),
-        ])
+        JSONBody.response(
+            [
+                ("access_token", token.accessToken), ("token_type", "Bearer"), ("expires_in", token.expiresIn), ("scope", token.scope),
+                ("workspace_id", token.workspaceID),
+            ] + (token.debug ? [("debug", true)] : []))
     }
 }

@@ -31,7 +31,7 @@ struct GatewayRoutes: Sendable {
                         HTTPHeader(name: "X-Workspace-Id", value: active.workspaceID),
                         HTTPHeader(name: "X-Client-Id", value: active.clientID),
                         HTTPHeader(name: "X-Token-Scope", value: active.scope), HTTPHeader(name: "Cache-Control", value: "no-store"),
-                    ])
+                    ] + (active.debug ? [HTTPHeader(name: "Attest-Debug", value: "true")] : []))
             }
         }
     }
@@ -47,13 +47,14 @@ struct GatewayRoutes: Sendable {
                 }
                 context.log.clientID = active.clientID
                 return JSONBody.response(
-                    .object([
-                        JSONValue.Member("active", .bool(true)), JSONValue.Member("scope", .string(active.scope)),
-                        JSONValue.Member("client_id", .string(active.clientID)),
-                        JSONValue.Member("workspace_id", .string(active.workspaceID)),
-                        JSONValue.Member("iat", .integer(active.issuedAt)), JSONValue.Member("exp", .integer(active.expiresAt)),
-                        JSONValue.Member("token_type", .string("Bearer")),
-                    ]))
+                    .object(
+                        [
+                            JSONValue.Member("active", .bool(true)), JSONValue.Member("scope", .string(active.scope)),
+                            JSONValue.Member("client_id", .string(active.clientID)),
+                            JSONValue.Member("workspace_id", .string(active.workspaceID)),
+                            JSONValue.Member("iat", .integer(active.issuedAt)), JSONValue.Member("exp", .integer(active.expiresAt)),
+                            JSONValue.Member("token_type", .string("Bearer")),
+                        ] + (active.debug ? [JSONValue.Member("debug", .bool(true))] : [])))
             }
         }
     }
