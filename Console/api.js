@@ -32,6 +32,7 @@ async function send(method, path, body) {
 export const api = {
   get: (path) => send("GET", path),
   post: (path, body) => send("POST", path, body),
+  delete: (path) => send("DELETE", path, {}),
 };
 
 /** The signed-in session (who, and its CSRF token), or null. */

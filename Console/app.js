@@ -2,6 +2,7 @@
 import { currentSession, signIn, signOut, APIError } from "./api.js";
 import { h, show, toast } from "./dom.js";
 import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
+import { debugTokensScreen } from "./debugtokens.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
 
@@ -88,6 +89,9 @@ async function route() {
     } else if (parts[0] === "integrations" && parts[1] && parts[2] === "devices") {
       markSection("integrations");
       await devicesScreen(session, decodeURIComponent(parts[1]));
+    } else if (parts[0] === "integrations" && parts[1] && parts[2] === "debug-tokens") {
+      markSection("integrations");
+      await debugTokensScreen(session, decodeURIComponent(parts[1]));
     } else if (parts[0] === "integrations" && parts[1]) {
       markSection("integrations");
       await overviewScreen(session, decodeURIComponent(parts[1]));

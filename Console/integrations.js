@@ -1,5 +1,5 @@
 // App integrations: the list, Create app integration, an integration's Overview (with Revoke)
-// and its Devices.
+// and its Devices (its Debug tokens: debugtokens.js).
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
 
@@ -7,10 +7,10 @@ const teamPattern = /^[A-Z0-9]{10}$/;
 const bundlePattern = /^[A-Za-z0-9.-]{1,155}$/;
 const environments = { production: "Production", development: "Development", both: "Production and development" };
 
-const path = (clientID, rest = "") => `/admin/v1/integrations/${encodeURIComponent(clientID)}${rest}`;
+export const path = (clientID, rest = "") => `/admin/v1/integrations/${encodeURIComponent(clientID)}${rest}`;
 
 /** A click handler whose failure is told, not lost: a refusal's message, or a reload to sign-in once the session is gone. */
-function guarded(handler) {
+export function guarded(handler) {
   return async (event) => {
     try {
       await handler(event);
@@ -113,12 +113,15 @@ export async function createScreen(session) {
 }
 
 function tabs(clientID, current) {
+  const base = `#/integrations/${encodeURIComponent(clientID)}`;
   return h("nav", { class: "tabs", "aria-label": "Integration" },
-    h("a", { href: `#/integrations/${encodeURIComponent(clientID)}`, "aria-current": current === "overview" ? "page" : false }, "Overview"),
-    h("a", { href: `#/integrations/${encodeURIComponent(clientID)}/devices`, "aria-current": current === "devices" ? "page" : false }, "Devices"));
+    h("a", { href: base, "aria-current": current === "overview" ? "page" : false }, "Overview"),
+    h("a", { href: `${base}/devices`, "aria-current": current === "devices" ? "page" : false }, "Devices"),
+    h("a", { href: `${base}/debug-tokens`, "aria-current": current === "debug-tokens" ? "page" : false }, "Debug tokens"));
 }
 
-function header(integration, current) {
+/** An integration's title, status and tabs (`current` names the tab shown). */
+export function header(integration, current) {
   return [
     h("p", { class: "crumbs" }, h("a", { href: "#/integrations" }, "App integrations"), " / "),
     h("div", { class: "heading" }, h("h1", {}, integration.name), badge(integration.status)),

@@ -13,6 +13,7 @@ keyboard only. No page may log an error (a CSP violation included). Screenshots 
 """
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -273,6 +274,61 @@ def keyboard_flow(t, browser, args):
     browser.collect_log()
 
 
+def exchange_debug_token(port, client_id, secret):
+    """POST /v1/debug-token as a Simulator build would: (status, body)."""
+    body = json.dumps({"client_id": client_id, "debug_token": secret}).encode()
+    request = urllib.request.Request("http://%s:%d/v1/debug-token" % (HOST, port), data=body,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def authorize_headers(port, token):
+    request = urllib.request.Request("http://%s:%d/v1/authorize" % (HOST, port), headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return dict(response.headers)
+
+
+def debug_token_flow(t, browser, args, attestd):
+    """A developer makes a debug token on the Debug tokens tab, a Simulator build exchanges it, and revoking it kills its tokens."""
+    made = run([os.path.join(args.bin, "attestctl"), "integration", "create", "--db", args.db, "--workspace", "ws_console",
+                "--name", "Simulator app", "--team-id", TEAM, "--bundle-id", BUNDLE])
+    client_id = made.stdout.strip().split()[-1] if made.returncode == 0 else ""
+    if not t.check(client_id.startswith("clid_"), "attestctl makes a second integration for the debug tokens", made.stderr[-300:]):
+        return
+    browser.sign_in(args.developer_key)
+    browser.driver.get(browser.base + "/console/#/integrations/" + client_id + "/debug-tokens")
+    browser.wait_heading("Simulator app")
+    browser.find("#debug-name").send_keys("CI")
+    browser.find("#create-debug-token").click()
+    secret = browser.wait(lambda d: d.find_element(By.ID, "new-debug-token").get_attribute("value"))
+    listed = browser.find("main table").text
+    t.check(secret.startswith("dbg_") and len(secret) == 47 and "CI" in listed and secret not in listed,
+            "a developer creates a debug token on the Debug tokens tab: shown once, listed without its secret")
+    browser.shot("debug-tokens.png")
+    status, body = exchange_debug_token(attestd.port, client_id, secret)
+    token = body.get("access_token", "")
+    t.check(status == 200 and body.get("debug") is True and authorize(attestd.port, token) == 200
+            and authorize_headers(attestd.port, token).get("Attest-Debug") == "true",
+            "a Simulator build exchanges it for an access token that /v1/authorize marks Attest-Debug: true", "%d %s" % (status, body))
+    browser.driver.refresh()
+    row = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-debug-token]"))[0]
+    cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+    t.check(cells[4] == "1" and cells[3] != "Never", "the list shows the access token it minted and its last use", " | ".join(cells))
+    row.find_element(By.TAG_NAME, "button").click()
+    said = browser.wait(lambda d: d.find_element(By.ID, "confirm") if d.find_element(By.ID, "confirm").is_displayed() else None).text
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: "revoked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-debug-token]")[0].text.lower())
+    t.check("stops working at once" in said and authorize(attestd.port, token) == 401
+            and exchange_debug_token(attestd.port, client_id, secret)[0] == 401,
+            "Revoke asks first, then its access token is refused at once and it exchanges no more", said)
+    browser.collect_log()
+    browser.sign_out()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
@@ -282,7 +338,7 @@ def main():
     args = parser.parse_args()
     t = Tally()
     attestctl = os.path.join(args.bin, "attestctl")
-    db = os.path.join(args.work, "console.sqlite")
+    db = args.db = os.path.join(args.work, "console.sqlite")
     root = os.path.join(args.work, "simulator-root.pem")
     args.state = os.path.join(args.work, "simulator")
     os.makedirs(args.artifacts, exist_ok=True)
@@ -308,6 +364,7 @@ def main():
     try:
         client_id = owner_flow(t, browser, args, attestd, args.work)
         developer_flow(t, browser, args, client_id)
+        debug_token_flow(t, browser, args, attestd)
         keyboard_flow(t, browser, args)
     except Exception as error:  # a step that timed out or found nothing: one FAIL with where, not a traceback
         browser.shot("failure.png")

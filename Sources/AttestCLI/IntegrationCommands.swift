@@ -219,10 +219,12 @@ enum IntegrationCommands {
                 return ExitCode.failure
             }
             let fraudKeyID = try admin.fraudKeyID(clientID: record.clientID)
+            let debugTokens = try admin.liveDebugTokens(clientID: record.clientID)
             if options.flag(json) {
                 guard case .object(let members) = IntegrationJSON.value(record) else { return ExitCode.failure }
                 let fraudKey = JSONValue.Member("fraud_key_id", fraudKeyID.map(JSONValue.string) ?? .null)
-                io.standardOutput(IntegrationJSON.encode(.object((members + [fraudKey]).sorted { $0.key < $1.key })))
+                let live = JSONValue.Member("live_debug_tokens", .integer(Int64(debugTokens)))
+                io.standardOutput(IntegrationJSON.encode(.object((members + [fraudKey, live]).sorted { $0.key < $1.key })))
             } else {
                 let since = record.revokedAt ?? record.suspendedAt
                 io.standardOutput(
@@ -230,6 +232,7 @@ enum IntegrationCommands {
                     client_id:    \(record.clientID)
                     status:       \(record.condition)\(since.map { " (since \($0))" } ?? "")
                     fraud_key:    \(fraudKeyID.map { "\($0) (set: receipts are refreshed)" } ?? "none")
+                    debug_tokens: \(debugTokens) live (attestctl debug-token list)
                     workspace:    \(record.workspaceID)
                     name:         \(record.name)
                     team_id:      \(record.teamID)

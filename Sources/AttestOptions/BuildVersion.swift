@@ -1,5 +1,5 @@
 /// The release every binary of this package reports (`--version`, `/healthz`, `attestd_build_info`).
 /// The Debian package's version (scripts/package) is read from here.
 package enum BuildVersion {
-    package static let current = "0.2.0"
+    package static let current = "0.3.0"
 }

@@ -10,7 +10,7 @@ package struct IntegrationAdmin: Sendable {
     /// At most this many bundle IDs per integration.
     package static let maximumBundleIDs = 32
 
-    let store: any AdminStore
+    let store: any AdminStore & DebugTokenStore
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
@@ -20,7 +20,8 @@ package struct IntegrationAdmin: Sendable {
     let workspaceID: String?
 
     package init(
-        store: any AdminStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(), logger: Logger? = nil,
+        store: any AdminStore & DebugTokenStore, clock: any WallClock = SystemWallClock(), random: any RandomSource = SystemRandom(),
+        logger: Logger? = nil,
         actor: String = "unknown", workspaceID: String? = nil
     ) {
         (self.store, self.clock, self.random, self.logger, self.actor) = (store, clock, random, logger, actor)
@@ -202,6 +203,12 @@ package struct IntegrationAdmin: Sendable {
     }
 
     /// The ID of the integration's DeviceCheck key, nil when none is set (never the key).
+    /// The integration's debug tokens live (unexpired, unrevoked) now.
+    package func liveDebugTokens(clientID: String) throws(ServiceError) -> Int {
+        let now = clock.now()
+        return try stored { () throws(StorageError) in try store.debugTokens(clientID: clientID).filter { $0.isLive(at: now) }.count }
+    }
+
     package func fraudKeyID(clientID: String) throws(ServiceError) -> String? {
         try stored { () throws(StorageError) in try store.fraudKey(clientID: clientID)?.keyID }
     }

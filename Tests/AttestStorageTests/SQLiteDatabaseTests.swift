@@ -259,7 +259,8 @@ struct SQLiteDatabaseTests {
                     "INSERT INTO integrations VALUES ('client', 'ws', 'App', 'ABCDE12345', 'active', 'production', 1, NULL, NULL, NULL, 0, NULL, NULL)"
                 )
                 let insert = try database.prepare(
-                    "INSERT INTO tokens VALUES (randomblob(32), 'client', 'ws', randomblob(32), 'scope', 1, 2)")
+                    "INSERT INTO tokens (token_hash, client_id, workspace_id, key_id, scope, issued_at, expires_at) "
+                        + "VALUES (randomblob(32), 'client', 'ws', randomblob(32), 'scope', 1, 2)")
                 for _ in 0..<400 { try insert.reset(); try insert.run() }
             }
             try database.quickCheck()

@@ -49,6 +49,7 @@ struct AdminRoutes: Sendable {
             ("key_id", principal.keyID), ("name", principal.name), ("workspace_id", principal.workspaceID),
             ("role", principal.role.rawValue), ("can_change", principal.role >= WorkspaceAdmin.changeRole),
             ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
+            ("can_manage_debug_tokens", principal.role >= WorkspaceAdmin.debugTokenRole),
         ])
     }
 

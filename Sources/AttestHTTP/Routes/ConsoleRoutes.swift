@@ -85,6 +85,7 @@ struct ConsoleRoutes: Sendable {
             ("signed_in", true), ("name", principal.name), ("workspace_id", principal.workspaceID), ("role", principal.role.rawValue),
             ("key_id", principal.keyID), ("csrf_token", WorkspaceAdmin.csrfToken(session: secret)),
             ("can_change", principal.role >= WorkspaceAdmin.changeRole), ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
+            ("can_manage_debug_tokens", principal.role >= WorkspaceAdmin.debugTokenRole),
             ("expires_at", expiresAt),
         ]
     }
