@@ -133,6 +133,8 @@ function limit(value) { return value === null || value === undefined ? "No limit
 
 export async function overviewScreen(session, clientID) {
   const integration = await api.get(path(clientID));
+  const { debug_tokens: debugTokens } = await api.get(path(clientID, "/debug-tokens"));
+  const liveDebugTokens = debugTokens.filter((t) => !t.revoked && t.expires_at * 1000 > Date.now()).length;
   const clientIDField = h("input", { id: "client-id", readonly: true, value: integration.client_id, class: "code", "aria-label": "Client ID" });
   const copy = h("button", { type: "button", id: "copy-client-id", class: "quiet", "aria-label": "Copy the client ID" }, "Copy");
   copy.addEventListener("click", async () => {
@@ -156,6 +158,8 @@ export async function overviewScreen(session, clientID) {
     ["Highest risk metric accepted", limit(integration.policy.max_risk_metric)],
     ["New keys per hour", limit(integration.policy.max_new_keys_per_hour)],
     ["Live tokens per device", limit(integration.policy.max_live_tokens_per_device)],
+    ["Live debug tokens", h("a", { href: `#/integrations/${encodeURIComponent(clientID)}/debug-tokens`, id: "live-debug-tokens" },
+      String(liveDebugTokens))],
   ];
   const details = h("dl", { class: "details" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
   const actions = [];

@@ -314,7 +314,10 @@ def debug_token_flow(t, browser, args, attestd):
     t.check(status == 200 and body.get("debug") is True and authorize(attestd.port, token) == 200
             and authorize_headers(attestd.port, token).get("Attest-Debug") == "true",
             "a Simulator build exchanges it for an access token that /v1/authorize marks Attest-Debug: true", "%d %s" % (status, body))
-    browser.driver.refresh()
+    browser.driver.find_element(By.LINK_TEXT, "Overview").click()
+    live = browser.wait(lambda d: d.find_element(By.ID, "live-debug-tokens")).text
+    t.check(live == "1", "the integration's Overview counts its live debug tokens", live)
+    browser.driver.find_element(By.LINK_TEXT, "Debug tokens").click()
     row = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-debug-token]"))[0]
     cells = [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
     t.check(cells[4] == "1" and cells[3] != "Never", "the list shows the access token it minted and its last use", " | ".join(cells))

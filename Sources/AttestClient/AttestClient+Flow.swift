@@ -41,12 +41,32 @@ struct IssuedChallenge: Sendable {
 extension AttestClient {
     /// A new token: attestation or refresh, retried within `retryBudget` as `RetrySchedule` says.
     func obtain(retryBudget: TimeInterval) async throws -> AccessToken {
+        if let debugToken { return try await exchange(debugToken, retryBudget: retryBudget) }
         guard device.isSupported else { throw AttestClientError.unsupportedDevice }
         var allowance = Allowance()
         var schedule = RetrySchedule(budget: retryBudget)
         while true {
             do {
                 return try await attempt(&allowance)
+            } catch let failure as RetryableFailure {
+                guard let pause = schedule.pause(retryAfter: failure.retryAfter) else { throw failure.final }
+                try await RetrySchedule.sleep(pause)
+            }
+        }
+    }
+
+    /// A token for a debug token (`POST /v1/debug-token`), retried within `retryBudget` as the
+    /// attested path is; a refusal (401 `invalid_debug_token` among them) is not retried.
+    private func exchange(_ debugToken: String, retryBudget: TimeInterval) async throws -> AccessToken {
+        var schedule = RetrySchedule(budget: retryBudget)
+        while true {
+            do {
+                try Task.checkCancellation()
+                do {
+                    return accessToken(try await serviceCall { try await service.exchange(debugToken: debugToken) })
+                } catch let refusal as Refusal {
+                    throw mapped(refusal)
+                }
             } catch let failure as RetryableFailure {
                 guard let pause = schedule.pause(retryAfter: failure.retryAfter) else { throw failure.final }
                 try await RetrySchedule.sleep(pause)

@@ -49,6 +49,9 @@ public actor AttestClient {
     let configuration: Configuration
     let device: any AppAttestDevice
     let keyStore: any KeyIDStore
+    /// The debug token a client made with `init(configuration:debugToken:)` exchanges instead of
+    /// attesting (`device` and `keyStore` are then never used).
+    let debugToken: String?
     let service: ServiceConnection
 
     /// The App Attest key as far as this process knows (the flow's state).
@@ -70,9 +73,23 @@ public actor AttestClient {
     private var nextWaiter: UInt64 = 0
 
     public init(configuration: Configuration, device: any AppAttestDevice, keyStore: any KeyIDStore) {
+        self.init(configuration: configuration, device: device, keyStore: keyStore, debugToken: nil)
+    }
+
+    /// A client for builds that cannot attest (the iOS Simulator, SwiftUI previews, UI tests, CI):
+    /// `token()` exchanges `debugToken` (`dbg_...`, made by a workspace admin for this
+    /// integration) at `POST /v1/debug-token` for access tokens marked as debug, with the same
+    /// single flight, renewal, retry budget and errors as the attested path. It never touches
+    /// DeviceCheck or a key store. Never ship a debug token in a release build (docs/CLIENT.md).
+    public init(configuration: Configuration, debugToken: String) {
+        self.init(configuration: configuration, device: NoAppAttest(), keyStore: NoAppAttest(), debugToken: debugToken)
+    }
+
+    private init(configuration: Configuration, device: any AppAttestDevice, keyStore: any KeyIDStore, debugToken: String?) {
         self.configuration = configuration
         self.device = device
         self.keyStore = keyStore
+        self.debugToken = debugToken
         service = ServiceConnection(
             baseURL: configuration.baseURL, clientID: configuration.clientID, session: configuration.session,
             timeout: configuration.requestTimeout)
@@ -173,4 +190,19 @@ public actor AttestClient {
             flight.cancel()
         }
     }
+}
+
+/// What a debug-token client holds in place of a device and a key store: nothing. Its path never
+/// calls them (`obtain` exchanges the debug token first); were it ever to, it would say there is
+/// no App Attest here.
+private struct NoAppAttest: AppAttestDevice, KeyIDStore {
+    var isSupported: Bool { false }
+    func generateKey() async throws -> String { throw AppAttestDeviceError.featureUnsupported }
+    func attestKey(_ keyID: String, clientDataHash: Data) async throws -> Data { throw AppAttestDeviceError.featureUnsupported }
+    func generateAssertion(_ keyID: String, clientDataHash: Data) async throws -> Data {
+        throw AppAttestDeviceError.featureUnsupported
+    }
+    func load() throws -> String? { nil }
+    func save(_ keyID: String) throws {}
+    func remove() throws {}
 }

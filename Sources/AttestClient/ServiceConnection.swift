@@ -72,6 +72,22 @@ struct ServiceConnection: Sendable {
             path: "/v1/token")
     }
 
+    /// POST /v1/debug-token: an access token for a debug token (builds that cannot attest).
+    func exchange(debugToken: String) async throws -> IssuedToken {
+        try token(try await post("v1/debug-token", ["client_id": clientID, "debug_token": debugToken]), path: "/v1/debug-token")
+    }
+
+    /// Whether `value` has an access token's documented form: `atk_` and 43 base64url characters
+    /// (docs/API.md). Anything else is not attestd's answer, and is never cached or sent on.
+    static func isAccessToken(_ value: String) -> Bool {
+        let body = value.utf8.dropFirst(4)
+        return value.hasPrefix("atk_") && body.count == 43
+            && body.allSatisfy { byte in
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+    }
+
     private func token(_ body: Data, path: String) throws -> IssuedToken {
         struct Answer: Decodable {
             let accessToken: String
@@ -82,7 +98,9 @@ struct ServiceConnection: Sendable {
                 case expiresIn = "expires_in"
             }
         }
-        guard let answer = try? JSONDecoder().decode(Answer.self, from: body), !answer.accessToken.isEmpty, answer.expiresIn > 0 else {
+        guard let answer = try? JSONDecoder().decode(Answer.self, from: body), Self.isAccessToken(answer.accessToken),
+            answer.expiresIn > 0, answer.expiresIn <= 86_400
+        else {
             throw TransportFailure(description: "the answer to \(path) is not attestd's")
         }
         return IssuedToken(value: answer.accessToken, lifetime: answer.expiresIn)

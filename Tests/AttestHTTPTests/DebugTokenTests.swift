@@ -120,12 +120,21 @@ struct DebugTokenTests {
             let developer = try world.key(.developer)
             let (_, secret) = try Self.create(world, key: developer, clientID: home)
             let (_, second) = try Self.create(world, key: developer, clientID: home)
-            for _ in 0..<60 { #expect(try Self.exchange(world, clientID: home, secret: secret).status == 200) }
+            var minted: [String] = []
+            for _ in 0..<60 {
+                let exchanged = try Self.exchange(world, clientID: home, secret: secret)
+                #expect(exchanged.status == 200)
+                minted.append(world.world.json(exchanged)["access_token"] as? String ?? "")
+            }
             let limited = try Self.exchange(world, clientID: home, secret: secret)
             #expect(limited.status == 429 && limited.header("Retry-After") != nil)
             _ = try world.world.admin.setSuspended(clientID: home, true)
             let suspended = try Self.exchange(world, clientID: home, secret: second)
             #expect(suspended.status == 403 && world.world.json(suspended)["code"] as? String == "integration_suspended")
+            // What it minted before is refused while the integration is suspended, and back after.
+            #expect(try !world.authorizes(minted[0]) && !world.authorizes(minted[59]))
+            _ = try world.world.admin.setSuspended(clientID: home, false)
+            #expect(try world.authorizes(minted[59]))
         }
     }
 }
