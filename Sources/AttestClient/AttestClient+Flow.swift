@@ -41,6 +41,14 @@ struct IssuedChallenge: Sendable {
 extension AttestClient {
     /// A new token: attestation or refresh, retried within `retryBudget` as `RetrySchedule` says.
     func obtain(retryBudget: TimeInterval) async throws -> AccessToken {
+        // The whole call, requests included, ends by the budget plus one request's timeout.
+        let deadline = RetrySchedule.uptime() + retryBudget + configuration.requestTimeout
+        return try await ServiceConnection.$callDeadline.withValue(deadline) {
+            try await obtainWithin(retryBudget: retryBudget)
+        }
+    }
+
+    private func obtainWithin(retryBudget: TimeInterval) async throws -> AccessToken {
         if let debugToken { return try await exchange(debugToken, retryBudget: retryBudget) }
         guard device.isSupported else { throw AttestClientError.unsupportedDevice }
         var allowance = Allowance()

@@ -23,13 +23,15 @@ public actor AttestClient {
         public var clientID: String
         /// The clock that decides whether the cached token is still fresh.
         public var clock: @Sendable () -> Date
-        /// The session requests go through.
+        /// The session whose configuration (proxies, headers, protocol classes) the client's own
+        /// session copies; its timeouts are set from `requestTimeout`.
         public var session: URLSession
         /// How long before its expiry a token is renewed (at most half its lifetime).
         public var renewalMargin: TimeInterval
-        /// How long one call keeps retrying connection failures, 429, 503 and other 5xx.
+        /// How long one call keeps retrying connection failures, 429, 503 and other 5xx. A call
+        /// that needs the network ends within `retryBudget` + `requestTimeout`, requests included.
         public var retryBudget: TimeInterval
-        /// The timeout of each request.
+        /// The longest one request may take, on every platform (a stalled attestd is given up on).
         public var requestTimeout: TimeInterval
 
         public init(
@@ -53,6 +55,7 @@ public actor AttestClient {
     /// attesting (`device` and `keyStore` are then never used).
     let debugToken: String?
     let service: ServiceConnection
+    private let transport: URLSessionTransport
 
     /// The App Attest key as far as this process knows (the flow's state).
     var key = KeyState.unloaded
@@ -90,10 +93,13 @@ public actor AttestClient {
         self.device = device
         self.keyStore = keyStore
         self.debugToken = debugToken
+        let transport = URLSessionTransport(configuration: configuration.session.configuration, timeout: configuration.requestTimeout)
+        self.transport = transport
         service = ServiceConnection(
-            baseURL: configuration.baseURL, clientID: configuration.clientID, session: configuration.session,
-            timeout: configuration.requestTimeout)
+            baseURL: configuration.baseURL, clientID: configuration.clientID, transport: transport, timeout: configuration.requestTimeout)
     }
+
+    deinit { transport.close() }
 
     /// A token with more than the renewal margin of its life left: the one in memory, or a new
     /// one (by attestation the first time on this device, by assertion after). Throws

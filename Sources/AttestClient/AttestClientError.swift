@@ -32,3 +32,29 @@ public enum AttestClientError: Error, Sendable, Equatable {
     /// a timeout, or an answer that is not attestd's; the text says which.
     case transport(String)
 }
+
+extension AttestClientError: LocalizedError, CustomStringConvertible {
+    /// A sentence for people and logs, with attestd's `code` and `reason` where it gave them.
+    /// Never a token, key ID or assertion.
+    public var errorDescription: String? {
+        switch self {
+        case .unsupportedDevice:
+            "App Attest is not available on this device (the Simulator, most Macs, app extensions): use a debug token in debug builds."
+        case .integrationNotFound: "attestd knows no integration with this client ID (integration_not_found): check the client ID."
+        case .integrationRevoked: "This app's integration was revoked for good (integration_revoked): the app needs a new client ID."
+        case .integrationSuspended: "This app's integration is suspended by its operator (integration_suspended): try again later."
+        case .deviceBlocked:
+            "This device's App Attest key is blocked (device_blocked): the operator unblocks it, or the app starts over with resetKey()."
+        case .rateLimited(let retryAfter):
+            "attestd is limiting requests (rate_limited)" + (retryAfter.map { "; retry in \(Int($0.rounded(.up))) s." } ?? "; retry later.")
+        case .serviceUnavailable(let retryAfter):
+            "attestd or Apple's App Attest service is unavailable"
+                + (retryAfter.map { "; retry in \(Int($0.rounded(.up))) s." } ?? "; retry later.")
+        case .rejected(let status, let code, let reason):
+            "attestd refused the request: HTTP \(status)" + (code.isEmpty ? "" : ", \(code)") + (reason.isEmpty ? "" : "/\(reason)") + "."
+        case .transport(let text): "No usable answer from attestd: \(text)."
+        }
+    }
+
+    public var description: String { errorDescription ?? "AttestClientError" }
+}

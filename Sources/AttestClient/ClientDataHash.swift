@@ -17,13 +17,17 @@ struct ClientData: Sendable {
     /// Its raw bytes.
     let bytes: Data
 
-    /// The challenge's text and bytes; nil when `challenge` is not unpadded base64url of at least
-    /// one byte.
+    /// The bytes of a challenge attestd issues (docs/API.md: 43 characters of base64url).
+    static let challengeLength = 32
+
+    /// The challenge's text and bytes; nil when `challenge` is not unpadded base64url of exactly
+    /// `challengeLength` bytes: the device signs nothing else, so an answer that is not attestd's
+    /// cannot have it sign chosen bytes.
     init?(challenge: String) {
-        guard !challenge.isEmpty, challenge.utf8.allSatisfy(Self.isBase64URLDigit), challenge.utf8.count % 4 != 1 else { return nil }
+        guard challenge.utf8.count == 43, challenge.utf8.allSatisfy(Self.isBase64URLDigit) else { return nil }
         var standard = challenge.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        guard let bytes = Data(base64Encoded: standard), !bytes.isEmpty else { return nil }
+        guard let bytes = Data(base64Encoded: standard), bytes.count == Self.challengeLength else { return nil }
         self.challenge = challenge
         self.bytes = bytes
     }

@@ -1,5 +1,5 @@
 #if canImport(Security)
-    public import Foundation
+    import Foundation
     import Security
 
     /// The key ID as a generic-password item in the app's Keychain (Apple platforms only).

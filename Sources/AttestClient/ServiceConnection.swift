@@ -31,8 +31,14 @@ struct TransportFailure: Error, Sendable {
 struct ServiceConnection: Sendable {
     let baseURL: URL
     let clientID: String
-    let session: URLSession
+    let transport: any Transport
+    /// The longest one request may take.
     let timeout: TimeInterval
+
+    /// The monotonic instant (`RetrySchedule.uptime()`) by which the current `token()` call must
+    /// end, requests included: set by the call for everything it awaits. A request gets the
+    /// smaller of `timeout` and what is left; none starts after it.
+    @TaskLocal static var callDeadline: TimeInterval?
 
     /// POST /v1/challenge: a challenge and how long attestd accepts it (seconds).
     func challenge() async throws -> (ClientData, lifetime: TimeInterval) {
@@ -117,7 +123,12 @@ struct ServiceConnection: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         request.httpBody = try encoder.encode(fields)
-        let (body, response) = try await send(request)
+        var allowed = timeout
+        if let deadline = Self.callDeadline {
+            allowed = min(allowed, deadline - RetrySchedule.uptime())
+            guard allowed > 0 else { throw TransportFailure(description: "the call's retry budget is spent") }
+        }
+        let (body, response) = try await transport.send(request, timeout: allowed)
         guard response.statusCode == 200 else {
             struct Problem: Decodable {
                 let code: String?
@@ -131,68 +142,9 @@ struct ServiceConnection: Sendable {
         return body
     }
 
-    /// One request, cancelled with the calling task. (`URLSession.data(for:)` needs iOS 15 and
-    /// macOS 12; this works from the package's minimums on.)
-    private func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        let handle = DataTaskHandle()
-        let session = session
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        if (error as? URLError)?.code == .cancelled, handle.wasCancelled {
-                            continuation.resume(throwing: CancellationError())
-                        } else {
-                            continuation.resume(throwing: TransportFailure(description: Self.describe(error)))
-                        }
-                    } else if let response = response as? HTTPURLResponse {
-                        continuation.resume(returning: (data ?? Data(), response))
-                    } else {
-                        continuation.resume(throwing: TransportFailure(description: "no HTTP answer"))
-                    }
-                }
-                handle.start(task)
-            }
-        } onCancel: {
-            handle.cancel()
-        }
-    }
-
     /// A URL loading error in words: its code and Foundation's sentence (neither carries a body).
     static func describe(_ error: any Error) -> String {
         if let error = error as? URLError { return "URLError \(error.code.rawValue): \(error.localizedDescription)" }
         return String(describing: type(of: error))
-    }
-}
-
-/// The data task of one request, so that cancellation (from any thread, possibly before the
-/// task exists) reaches it.
-private final class DataTaskHandle: @unchecked Sendable {
-    // @unchecked: `task` and `cancelled` are read and written only while holding `lock`.
-    private let lock = NSLock()
-    private var task: URLSessionDataTask?
-    private var cancelled = false
-
-    var wasCancelled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return cancelled
-    }
-
-    func start(_ task: URLSessionDataTask) {
-        lock.lock()
-        self.task = task
-        let cancelled = self.cancelled
-        lock.unlock()
-        task.resume()
-        if cancelled { task.cancel() }
-    }
-
-    func cancel() {
-        lock.lock()
-        cancelled = true
-        let task = self.task
-        lock.unlock()
-        task?.cancel()
     }
 }

@@ -1,0 +1,152 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How the client's requests reach attestd: one request, its answer's body and head, or
+/// `TransportFailure` (no answer), `CancellationError` (the calling task was cancelled).
+protocol Transport: Sendable {
+    /// Sends `request` and gives up after `timeout` seconds, whatever the network does.
+    func send(_ request: URLRequest, timeout: TimeInterval) async throws -> (Data, HTTPURLResponse)
+}
+
+/// `Transport` over a `URLSession` of the client's own, made from the app's session's
+/// configuration (its proxies, headers and protocol classes) with the request timeout set on the
+/// session itself. Two bounds hold on every platform, whatever URL loading does with its own
+/// timeouts: a watchdog cancels a request that has not ended after its timeout, and an answer's
+/// body is read only up to `maximumBody` bytes (a broken or hostile server cannot make the app
+/// buffer megabytes). Invalidate it when done (`close`): a session keeps its delegate alive.
+final class URLSessionTransport: Transport {
+    /// The largest answer body read: attestd's answers are a few hundred bytes.
+    static let maximumBody = 64 * 1024
+
+    private let session: URLSession
+    private let reader: AnswerReader
+
+    init(configuration: URLSessionConfiguration, timeout: TimeInterval) {
+        let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        configuration.timeoutIntervalForResource = timeout
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.urlCache = nil
+        reader = AnswerReader()
+        session = URLSession(configuration: configuration, delegate: reader, delegateQueue: nil)
+    }
+
+    /// Lets the requests under way end, then frees the session (and its delegate).
+    func close() { session.finishTasksAndInvalidate() }
+
+    func send(_ request: URLRequest, timeout: TimeInterval) async throws -> (Data, HTTPURLResponse) {
+        var request = request
+        request.timeoutInterval = timeout
+        let task = session.dataTask(with: request)
+        let reader = reader
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
+                guard reader.expect(task, continuation) else { return }
+                // The watchdog: a no-op when the task has ended by then.
+                DispatchQueue.global().asyncAfter(deadline: .now() + max(timeout, 0.001)) {
+                    reader.fail(task, "no answer within \(Self.seconds(timeout))")
+                }
+                task.resume()
+            }
+        } onCancel: {
+            reader.cancel(task)
+        }
+    }
+
+    private static func seconds(_ value: TimeInterval) -> String {
+        value >= 1 ? "\(Int(value.rounded())) s" : "\(Int((value * 1000).rounded())) ms"
+    }
+}
+
+/// The delegate that collects each task's answer: its head, its body up to the cap, and how it
+/// ended. Each task's continuation is resumed exactly once, by whichever comes first: the end of
+/// the answer, the watchdog, the cap, or the caller's cancellation.
+private final class AnswerReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `tasks` is read and written only while holding `lock`.
+    private struct Pending {
+        let continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>
+        var body = Data()
+        var response: HTTPURLResponse?
+        /// Set when the client gave up on it: why.
+        var outcome: (any Error)?
+    }
+
+    private let lock = NSLock()
+    private var tasks: [Int: Pending] = [:]
+    /// Tasks whose caller was cancelled before they were expected.
+    private var cancelledEarly: Set<Int> = []
+
+    /// Waits for `task`'s answer; false (and the continuation resumed) when its caller was
+    /// cancelled already, so that the task is never started.
+    func expect(_ task: URLSessionTask, _ continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) -> Bool {
+        let cancelled = lock.withLock { () -> Bool in
+            if cancelledEarly.remove(task.taskIdentifier) != nil { return true }
+            tasks[task.taskIdentifier] = Pending(continuation: continuation)
+            return false
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+        return !cancelled
+    }
+
+    /// Gives up on `task` for `reason`: the answer is a `TransportFailure`.
+    func fail(_ task: URLSessionTask, _ reason: String) { stop(task, TransportFailure(description: reason)) }
+
+    /// The caller's task was cancelled (possibly before `expect`).
+    func cancel(_ task: URLSessionTask) { stop(task, CancellationError()) }
+
+    private func stop(_ task: URLSessionTask, _ outcome: any Error) {
+        let first = lock.withLock { () -> Bool in
+            guard tasks[task.taskIdentifier] != nil else {
+                if outcome is CancellationError { cancelledEarly.insert(task.taskIdentifier) }
+                return false
+            }
+            guard tasks[task.taskIdentifier]?.outcome == nil else { return false }
+            tasks[task.taskIdentifier]?.outcome = outcome
+            return true
+        }
+        if first { task.cancel() }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let response = response as? HTTPURLResponse else {
+            fail(dataTask, "no HTTP answer")
+            return completionHandler(.cancel)
+        }
+        if response.expectedContentLength > Int64(URLSessionTransport.maximumBody) {
+            fail(dataTask, "an answer of \(response.expectedContentLength) bytes, over \(URLSessionTransport.maximumBody)")
+            return completionHandler(.cancel)
+        }
+        lock.withLock { tasks[dataTask.taskIdentifier]?.response = response }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let over = lock.withLock { () -> Bool in
+            guard var pending = tasks[dataTask.taskIdentifier] else { return false }
+            guard pending.body.count + data.count <= URLSessionTransport.maximumBody else { return true }
+            pending.body.append(data)
+            tasks[dataTask.taskIdentifier] = pending
+            return false
+        }
+        if over { fail(dataTask, "an answer over \(URLSessionTransport.maximumBody) bytes") }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let pending = lock.withLock({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let outcome = pending.outcome {
+            pending.continuation.resume(throwing: outcome)
+        } else if let error {
+            pending.continuation.resume(throwing: TransportFailure(description: ServiceConnection.describe(error)))
+        } else if let response = pending.response {
+            pending.continuation.resume(returning: (pending.body, response))
+        } else {
+            pending.continuation.resume(throwing: TransportFailure(description: "no HTTP answer"))
+        }
+    }
+}
