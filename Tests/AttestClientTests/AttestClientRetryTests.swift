@@ -208,7 +208,8 @@ struct AttestClientBoundsTests {
     {
         AttestClient(
             configuration: AttestClient.Configuration(
-                baseURL: URL(string: "http://127.0.0.1:\(port)")!, clientID: "clid_" + String(repeating: "a", count: 32),
+                baseURL: URL(string: "http://127.0.0.1:\(port)") ?? URL(fileURLWithPath: "/"),
+                clientID: "clid_" + String(repeating: "a", count: 32),
                 retryBudget: budget, requestTimeout: timeout),
             device: device, keyStore: keyStore)
     }
@@ -220,7 +221,8 @@ struct AttestClientBoundsTests {
         let attested = Self.client(port: silent.port, device: try world.device(), keyStore: world.keyStore(), budget: 2, timeout: 1.5)
         let debug = AttestClient(
             configuration: AttestClient.Configuration(
-                baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!, clientID: world.integration.clientID, retryBudget: 2,
+                baseURL: URL(string: "http://127.0.0.1:\(silent.port)") ?? URL(fileURLWithPath: "/"), clientID: world.integration.clientID,
+                retryBudget: 2,
                 requestTimeout: 1.5),
             debugToken: "dbg_" + String(repeating: "A", count: 43))
         for client in [attested, debug] {
@@ -260,7 +262,8 @@ struct AttestClientBoundsTests {
         let forged = try CannedServer(answer: CannedServer.ok(Array(#"{"access_token": "atk_short", "expires_in": 3600}"#.utf8)))
         let debug = AttestClient(
             configuration: AttestClient.Configuration(
-                baseURL: URL(string: "http://127.0.0.1:\(forged.port)")!, clientID: world.integration.clientID, retryBudget: 0),
+                baseURL: URL(string: "http://127.0.0.1:\(forged.port)") ?? URL(fileURLWithPath: "/"), clientID: world.integration.clientID,
+                retryBudget: 0),
             debugToken: "dbg_" + String(repeating: "A", count: 43))
         await #expect {
             _ = try await debug.token()
