@@ -110,6 +110,8 @@ let package = Package(
             swiftSettings: strict),
 
         .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore", "AttestHTTP"], swiftSettings: strict),
+        // One app process for the client's tests of several processes sharing a key; never installed.
+        .executableTarget(name: "attest-client-probe", dependencies: ["AttestClient", "AttestClientSimulator"], swiftSettings: strict),
         .executableTarget(
             name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestSimulator", "AttestOptions"], swiftSettings: strict),
 

@@ -18,6 +18,14 @@ enum KeyState: Sendable, Equatable {
     case refused(String)
     /// Registered with attestd: refreshed by assertion.
     case registered(String)
+
+    /// The key ID, in any state that has one.
+    var keyID: String? {
+        switch self {
+        case .unloaded, .absent: nil
+        case .saved(let id), .fresh(let id), .sent(let id), .refused(let id), .registered(let id): id
+        }
+    }
 }
 
 /// What one `token()` call may still spend on recovery.
@@ -27,6 +35,8 @@ struct Allowance {
     var newKeys = 1
     /// Extra tries with a new challenge after 401 `invalid_challenge`.
     var newChallenges = 1
+    /// Extra assertions after 401 `counter_not_increasing` (another process's assertion won).
+    var counterRaces = 3
     /// A bound on the steps of one try, so no sequence of answers can loop.
     var steps = 12
 }
@@ -55,6 +65,11 @@ extension AttestClient {
         var schedule = RetrySchedule(budget: retryBudget)
         while true {
             do {
+                // One client of the stored key at a time, each starting from what the store holds
+                // now: another may have made, replaced or reset the key meanwhile.
+                let turn = try await KeyTurn.acquire(keyStore.coordination)
+                defer { turn.release() }
+                try adoptStoredKey()
                 return try await attempt(&allowance)
             } catch let failure as RetryableFailure {
                 guard let pause = schedule.pause(retryAfter: failure.retryAfter) else { throw failure.final }
@@ -80,6 +95,17 @@ extension AttestClient {
                 try await RetrySchedule.sleep(pause)
             }
         }
+    }
+
+    /// Takes the key the store holds when it is not the one this client knows (another client
+    /// of the store made, replaced or reset it): that one is refreshed by assertion, or attested
+    /// when the other left it unattested.
+    func adoptStoredKey() throws {
+        guard key != .unloaded else { return }
+        let stored = try keyStore.load()
+        guard stored != key.keyID else { return }
+        key = stored.map(KeyState.saved) ?? .absent
+        unspentChallenge = nil
     }
 
     /// One try: the steps from the key's state to a token, each step moving the state on.
@@ -174,6 +200,14 @@ extension AttestClient {
         do {
             issued = try await serviceCall { try await service.refresh(keyID: keyID, assertion: assertion, challenge: challenge.data) }
         } catch let refusal as Refusal {
+            if refusal.status == 401, refusal.code == "assertion_rejected", refusal.reason == "counter_not_increasing",
+                allowance.counterRaces > 0
+            {
+                // Another process asserted with the same key and a higher counter first (a shared
+                // Keychain item without a lock file): the key is fine, a new assertion is higher.
+                allowance.counterRaces -= 1
+                return nil
+            }
             if refusal.status == 401, refusal.code == "assertion_rejected" {
                 // attestd does not know this key (e.g. its database was restored from an old backup)
                 // or refuses its assertions: a new key, attested, once per call.

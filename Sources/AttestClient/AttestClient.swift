@@ -33,10 +33,18 @@ public actor AttestClient {
         public var retryBudget: TimeInterval
         /// The longest one request may take, on every platform (a stalled attestd is given up on).
         public var requestTimeout: TimeInterval
+        /// The hosts of your API (`api.example.com`): `authorize(_:)` attaches the token only to a
+        /// request for one of them, over https (http only for a loopback host). Empty: it attaches
+        /// it to none and throws `.hostNotAllowed`.
+        public var apiHosts: Set<String>
+        /// Told what the client does, in sentences, for the app's own log; nil (the default) logs
+        /// nothing. Never a token, key ID, assertion or debug token.
+        public var log: (@Sendable (String) -> Void)?
 
         public init(
             baseURL: URL, clientID: String, clock: @escaping @Sendable () -> Date = Date.init, session: URLSession = .shared,
-            renewalMargin: TimeInterval = 300, retryBudget: TimeInterval = 30, requestTimeout: TimeInterval = 15
+            renewalMargin: TimeInterval = 300, retryBudget: TimeInterval = 30, requestTimeout: TimeInterval = 15,
+            apiHosts: Set<String> = [], log: (@Sendable (String) -> Void)? = nil
         ) {
             self.baseURL = baseURL
             self.clientID = clientID
@@ -45,6 +53,8 @@ public actor AttestClient {
             self.renewalMargin = renewalMargin
             self.retryBudget = retryBudget
             self.requestTimeout = requestTimeout
+            self.apiHosts = Set(apiHosts.map { $0.lowercased() })
+            self.log = log
         }
     }
 
@@ -68,6 +78,12 @@ public actor AttestClient {
 
     /// The token in memory and when to renew it.
     private var cached: (token: AccessToken, renewAt: Date)?
+    /// Whether the key store's kept token was read (once, at the first call).
+    private var keptTokenRead = false
+    /// The streams of `tokenUpdates()`, and the token they were last told of.
+    private var observers: [UInt64: AsyncStream<AccessToken?>.Continuation] = [:]
+    private var announced: AccessToken?
+    private var nextObserver: UInt64 = 0
     /// The attestation or refresh in flight, which every caller waits for.
     private var flight: Task<Void, Never>?
     /// True when every caller of the flight was cancelled, so it was cancelled too.
@@ -112,6 +128,11 @@ public actor AttestClient {
     /// a new one is fetched by assertion.
     public func token(forcingRefresh: Bool) async throws -> AccessToken {
         if revoked { throw AttestClientError.integrationRevoked }
+        if !keptTokenRead {
+            // A relaunch needs no round trip while the token the key store kept is fresh.
+            keptTokenRead = true
+            if cached == nil, let kept = try? keyStore.loadToken(), Self.isAccessToken(kept.value) { cached = (kept, renewal(of: kept)) }
+        }
         if forcingRefresh {
             cached = nil
         } else if let cached, configuration.clock() < cached.renewAt {
@@ -131,12 +152,67 @@ public actor AttestClient {
         }
     }
 
-    /// `request` with `Authorization: Bearer <token>` from `token()`.
+    /// `request` with `Authorization: Bearer <token>` from `token()`, when it is for one of
+    /// `Configuration.apiHosts` over https (or http to a loopback host); otherwise
+    /// `.hostNotAllowed`, before any token is fetched: the token never goes anywhere else.
     public func authorize(_ request: URLRequest) async throws -> URLRequest {
+        guard let url = request.url, let host = url.host?.lowercased(), configuration.apiHosts.contains(host),
+            url.scheme?.lowercased() == "https" || (url.scheme?.lowercased() == "http" && Self.isLoopback(host))
+        else { throw AttestClientError.hostNotAllowed(request.url?.host ?? "") }
         let token = try await token()
         var request = request
         request.setValue("Bearer \(token.value)", forHTTPHeaderField: "Authorization")
         return request
+    }
+
+    private static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+    }
+
+    private static func isAccessToken(_ value: String) -> Bool { ServiceConnection.isAccessToken(value) }
+
+    /// Every change of the client's token from now on: a new token, or nil when the client drops
+    /// the one it had (the integration revoked or suspended, the device blocked, `resetKey()`).
+    public func tokenUpdates() -> AsyncStream<AccessToken?> {
+        let id = nextObserver
+        nextObserver += 1
+        let (stream, continuation) = AsyncStream<AccessToken?>.makeStream()
+        observers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.stopObserving(id) } }
+        return stream
+    }
+
+    private func stopObserving(_ id: UInt64) { observers[id] = nil }
+
+    /// Starts over with a new App Attest key: forgets the saved key ID and the kept token, so the
+    /// next `token()` makes and attests a new key. The one way past `.deviceBlocked` besides the
+    /// operator's unblocking, and only when the app decides to (e.g. the user asks to reset): the
+    /// client never does it by itself. Waits for a call in flight to end first.
+    public func resetKey() async throws {
+        while let flight { await flight.value }
+        let turn = try await KeyTurn.acquire(keyStore.coordination)
+        defer { turn.release() }
+        try keyStore.remove()
+        try keyStore.saveToken(nil)
+        key = .absent
+        unspentChallenge = nil
+        setCached(nil)
+        configuration.log?("the App Attest key was reset: the next call attests a new key")
+    }
+
+    /// The instant to renew `token` at: the renewal margin before expiry, at most half its life.
+    private func renewal(of token: AccessToken) -> Date {
+        let margin = min(configuration.renewalMargin, token.expiresAt.timeIntervalSince(configuration.clock()) / 2)
+        return token.expiresAt.addingTimeInterval(-max(margin, 0))
+    }
+
+    /// Replaces the token in memory (and in the key store), telling the observers of a change.
+    private func setCached(_ token: AccessToken?) {
+        cached = token.map { ($0, renewal(of: $0)) }
+        try? keyStore.saveToken(token)
+        guard announced != token else { return }
+        announced = token
+        for observer in observers.values { observer.yield(token) }
     }
 
     private func startFlight() {
@@ -167,16 +243,17 @@ public actor AttestClient {
         var outcome = result
         switch result {
         case .success(let token):
-            let margin = min(configuration.renewalMargin, token.expiresAt.timeIntervalSince(configuration.clock()) / 2)
-            cached = (token, token.expiresAt.addingTimeInterval(-margin))
+            setCached(token)
+            configuration.log?("new access token, valid \(Int(token.expiresAt.timeIntervalSince(configuration.clock()))) s")
         case .failure(let error as AttestClientError):
+            configuration.log?("no new access token: \(error.localizedDescription)")
             switch error {
             case .transport, .serviceUnavailable, .rateLimited:
                 // Renewal failed for a reason that will pass: the token in hand still works.
                 if let cached, configuration.clock() < cached.token.expiresAt { outcome = .success(cached.token) }
             case .integrationRevoked, .integrationSuspended, .deviceBlocked, .integrationNotFound:
-                cached = nil
-            case .unsupportedDevice, .rejected:
+                setCached(nil)
+            case .unsupportedDevice, .rejected, .hostNotAllowed:
                 break
             }
         case .failure:

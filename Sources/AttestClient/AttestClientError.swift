@@ -31,6 +31,9 @@ public enum AttestClientError: Error, Sendable, Equatable {
     /// No usable answer from attestd within the retry budget: no connection, a dropped connection,
     /// a timeout, or an answer that is not attestd's; the text says which.
     case transport(String)
+    /// `authorize(_:)` was given a request for a host that is not one of `Configuration.apiHosts`
+    /// (or over plain http to a host that is not loopback): the token was not attached.
+    case hostNotAllowed(String)
 }
 
 extension AttestClientError: LocalizedError, CustomStringConvertible {
@@ -53,6 +56,8 @@ extension AttestClientError: LocalizedError, CustomStringConvertible {
         case .rejected(let status, let code, let reason):
             "attestd refused the request: HTTP \(status)" + (code.isEmpty ? "" : ", \(code)") + (reason.isEmpty ? "" : "/\(reason)") + "."
         case .transport(let text): "No usable answer from attestd: \(text)."
+        case .hostNotAllowed(let host):
+            "The access token is sent only to the API's hosts over https (Configuration.apiHosts); not to '\(host)'."
         }
     }
 

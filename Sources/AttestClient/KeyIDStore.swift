@@ -18,6 +18,24 @@ public protocol KeyIDStore: Sendable {
     func save(_ keyID: String) throws
     /// Forgets the saved key ID (nothing saved is not an error).
     func remove() throws
+    /// The last access token kept, so that a relaunch needs no round trip while it is fresh; nil
+    /// when none is kept. Only a store that keeps secrets safely keeps one (the Keychain); the
+    /// default keeps none.
+    func loadToken() throws -> AccessToken?
+    /// Keeps `token`, replacing any kept one (nil forgets it).
+    func saveToken(_ token: AccessToken?) throws
+    /// How the clients sharing this store's key take turns (`KeyCoordination`). The default: the
+    /// clients of this process whose stores are of the same type.
+    var coordination: KeyCoordination { get }
+}
+
+extension KeyIDStore {
+    /// Keeps no token.
+    public func loadToken() throws -> AccessToken? { nil }
+    /// Keeps no token.
+    public func saveToken(_ token: AccessToken?) throws {}
+    /// The clients of this process whose stores are of this type take turns.
+    public var coordination: KeyCoordination { KeyCoordination(name: String(reflecting: Self.self)) }
 }
 
 /// A key ID in one file: the key ID's base64 text and nothing else, written atomically (a new
@@ -31,6 +49,11 @@ public struct FileKeyIDStore: KeyIDStore {
     /// The store in `url`; its directory is made (mode 0700) on the first save.
     public init(url: URL) {
         self.url = url
+    }
+
+    /// Every client of this file, in any process, takes turns on `<file>.lock` beside it.
+    public var coordination: KeyCoordination {
+        KeyCoordination(name: "file:" + url.standardizedFileURL.path, lockFile: url.appendingPathExtension("lock"))
     }
 
     /// Why the file could not be read or written.

@@ -1,5 +1,5 @@
 #if canImport(Security)
-    import Foundation
+    public import Foundation
     import Security
 
     /// The key ID as a generic-password item in the app's Keychain (Apple platforms only).
@@ -14,11 +14,22 @@
         public let account: String
         /// A Keychain access group shared with app extensions, or nil for the app's own.
         public let accessGroup: String?
+        /// A file every process sharing the item locks while it attests or refreshes (in the
+        /// app group's container, for an app and its extensions), or nil: this process's clients
+        /// take turns, other processes do not (`KeyCoordination`).
+        public let lockFile: URL?
 
-        public init(service: String = "AttestClient", account: String = "app-attest-key-id", accessGroup: String? = nil) {
+        public init(
+            service: String = "AttestClient", account: String = "app-attest-key-id", accessGroup: String? = nil, lockFile: URL? = nil
+        ) {
             self.service = service
             self.account = account
             self.accessGroup = accessGroup
+            self.lockFile = lockFile
+        }
+
+        public var coordination: KeyCoordination {
+            KeyCoordination(name: "keychain:\(service)/\(account)/\(accessGroup ?? "")", lockFile: lockFile)
         }
 
         /// A Keychain call that failed, with its `OSStatus` (e.g. -25308 `errSecInteractionNotAllowed`
@@ -35,7 +46,12 @@
             return query
         }
 
-        public func load() throws -> String? {
+        public func load() throws -> String? { try Self.read(query) }
+
+        public func save(_ keyID: String) throws { try Self.write(keyID, query) }
+
+        /// The text of the item `query` names; nil when there is none.
+        private static func read(_ query: [String: Any]) throws -> String? {
             var search = query
             search[kSecReturnData as String] = true
             search[kSecMatchLimit as String] = kSecMatchLimitOne
@@ -48,8 +64,10 @@
             return text
         }
 
-        public func save(_ keyID: String) throws {
-            let data = Data(keyID.utf8)
+        /// Writes `text` into the item `query` names, made this device only and readable after the
+        /// first unlock.
+        private static func write(_ text: String, _ query: [String: Any]) throws {
+            let data = Data(text.utf8)
             let updated = SecItemUpdate(query as CFDictionary, [kSecValueData as String: data] as CFDictionary)
             if updated == errSecSuccess { return }
             guard updated == errSecItemNotFound else { throw Failure(status: updated) }
@@ -58,6 +76,30 @@
             item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
             let added = SecItemAdd(item as CFDictionary, nil)
             guard added == errSecSuccess else { throw Failure(status: added) }
+        }
+
+        /// The kept access token: a second item of the same service and group (account
+        /// `<account>.access-token`), as protected as the key ID's.
+        public func loadToken() throws -> AccessToken? {
+            guard let text = try Self.read(tokenQuery) else { return nil }
+            let parts = text.split(separator: "\n", maxSplits: 1).map(String.init)
+            guard parts.count == 2, let seconds = TimeInterval(parts[1]) else { return nil }
+            return AccessToken(value: parts[0], expiresAt: Date(timeIntervalSince1970: seconds))
+        }
+
+        public func saveToken(_ token: AccessToken?) throws {
+            guard let token else {
+                let status = SecItemDelete(tokenQuery as CFDictionary)
+                guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure(status: status) }
+                return
+            }
+            try Self.write("\(token.value)\n\(token.expiresAt.timeIntervalSince1970)", tokenQuery)
+        }
+
+        private var tokenQuery: [String: Any] {
+            var query = self.query
+            query[kSecAttrAccount as String] = account + ".access-token"
+            return query
         }
 
         public func remove() throws {

@@ -168,7 +168,7 @@ final class ClientWorld: Sendable {
         AttestClient(
             configuration: AttestClient.Configuration(
                 baseURL: baseURL ?? self.baseURL, clientID: clientID ?? integration.clientID, clock: clock.function,
-                retryBudget: retryBudget
+                retryBudget: retryBudget, apiHosts: ["127.0.0.1"]
             ),
             device: device, keyStore: keyStore)
     }

@@ -49,6 +49,7 @@ struct PublicSurfaceTests {
         case .serviceUnavailable(let retryAfter): "after \(retryAfter ?? 0)"
         case .rejected(let status, let code, let reason): "\(status) \(code) \(reason)"
         case .transport(let text): text
+        case .hostNotAllowed(let host): "not to \(host)"
         }
     }
 
@@ -57,7 +58,8 @@ struct PublicSurfaceTests {
         let world = try ClientWorld()
         let device: any AppAttestDevice = try SimulatedAppAttestDevice(
             stateDirectory: world.stateDirectory, teamID: ClientWorld.teamID, bundleID: ClientWorld.bundleID)
-        let configuration = AttestClient.Configuration(baseURL: world.baseURL, clientID: world.integration.clientID)
+        let configuration = AttestClient.Configuration(
+            baseURL: world.baseURL, clientID: world.integration.clientID, apiHosts: ["127.0.0.1"])
         let client = AttestClient(configuration: configuration, device: device, keyStore: MemoryKeyIDStore())
 
         let token: AccessToken = try await client.token()

@@ -1,0 +1,99 @@
+import AttestClient
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What an app sees of the client over its life: where the token may go, its changes, a kept
+/// token at relaunch, starting over after a block, and the opt-in log.
+@Suite("AttestClient over an app's life")
+struct AttestClientLifecycleTests {
+    /// A key store that also keeps the token, as the Keychain store does, in memory.
+    final class KeepingStore: KeyIDStore, Sendable {
+        let keyID = Mutex<String?>(nil)
+        let token = Mutex<AccessToken?>(nil)
+        func load() throws -> String? { keyID.withLock { $0 } }
+        func save(_ keyID: String) throws { self.keyID.withLock { $0 = keyID } }
+        func remove() throws { keyID.withLock { $0 = nil } }
+        func loadToken() throws -> AccessToken? { token.withLock { $0 } }
+        func saveToken(_ token: AccessToken?) throws { self.token.withLock { $0 = token } }
+    }
+
+    @Test("authorize attaches the token only to the configured API hosts over https (http for loopback), and fetches none otherwise")
+    func authorizeHosts() async throws {
+        let world = try ClientWorld()
+        let client = AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: world.baseURL, clientID: world.integration.clientID, apiHosts: ["api.example.com", "127.0.0.1"]),
+            device: try world.device(), keyStore: world.keyStore())
+        for refused in ["https://evil.example.com/v1/messages", "http://api.example.com/v1/messages", "https://api.example.com.evil.net/"] {
+            let request = URLRequest(url: try #require(URL(string: refused)))
+            await #expect(throws: AttestClientError.hostNotAllowed(request.url?.host ?? "")) { _ = try await client.authorize(request) }
+        }
+        #expect(try world.allRequests() == 0, "no token was fetched for a refused host")
+        let sent = try await client.authorize(URLRequest(url: try #require(URL(string: "https://API.example.com/v1/messages"))))
+        #expect(sent.value(forHTTPHeaderField: "Authorization")?.hasPrefix("Bearer atk_") == true)
+        let loopback = try await client.authorize(URLRequest(url: world.baseURL.appendingPathComponent("v1/authorize")))
+        #expect(loopback.value(forHTTPHeaderField: "Authorization") == sent.value(forHTTPHeaderField: "Authorization"))
+    }
+
+    @Test("a blocked device stays blocked until the app calls resetKey(); then a new key is attested, and the changes are observed")
+    func resetAfterBlock() async throws {
+        let world = try ClientWorld()
+        let store = KeepingStore()
+        let client = world.client(device: try world.device(), keyStore: store)
+        let updates = await client.tokenUpdates()
+        let seen = Mutex<[AccessToken?]>([])
+        let watcher = Task { for await update in updates { seen.withLock { $0.append(update) } } }
+        defer { watcher.cancel() }
+        let first = try await client.token()
+        let keyID = try #require(try store.load())
+        #expect(try world.admin.blockDevice(keyID: Array(try #require(Data(base64Encoded: keyID)))) == 1)
+        for _ in 0..<2 {
+            await #expect(throws: AttestClientError.deviceBlocked) { _ = try await client.token(forcingRefresh: true) }
+        }
+        #expect(try world.requests("attest") == 1, "never a new key on its own")
+        #expect(try store.loadToken() == nil)
+        try await client.resetKey()
+        #expect(try store.load() == nil)
+        let second = try await client.token()
+        #expect(try second != first && store.load() != keyID && world.requests("attest", status: 200) == 2)
+        try await waitUntil { seen.withLock { $0.count } >= 3 }
+        #expect(seen.withLock { $0 } == [first, nil, second])
+    }
+
+    @Test("a relaunch with a key store that keeps the token needs no round trip while the token is fresh")
+    func keptTokenAtRelaunch() async throws {
+        let world = try ClientWorld()
+        let store = KeepingStore()
+        let first = try await world.client(device: try world.device(), keyStore: store).token()
+        #expect(try store.loadToken() == first)
+        let before = try world.allRequests()
+        let relaunched = world.client(device: try world.device(), keyStore: store)
+        #expect(try await relaunched.token() == first)
+        #expect(try world.allRequests() == before)
+        world.clock.advance(3600 - 200)  // inside the renewal margin: renewed by assertion
+        let renewed = try await relaunched.token()
+        #expect(try renewed != first && world.requests("token", status: 200) == 1 && store.loadToken() == renewed)
+    }
+
+    @Test("the log hook tells what happens, and never a token, key ID or debug token")
+    func logHook() async throws {
+        let world = try ClientWorld()
+        let lines = Mutex<[String]>([])
+        let store = world.keyStore()
+        let client = AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: world.baseURL, clientID: world.integration.clientID, log: { line in lines.withLock { $0.append(line) } }),
+            device: try world.device(), keyStore: store)
+        let token = try await client.token()
+        _ = try await client.token(forcingRefresh: true)
+        let logged = lines.withLock { $0.joined(separator: "\n") }
+        #expect(logged.contains("new access token") && lines.withLock { $0.count } >= 2)
+        let keyID = try #require(try store.load())
+        #expect(!logged.contains(token.value) && !logged.contains(keyID) && !logged.contains("atk_"))
+    }
+}
