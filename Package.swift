@@ -39,20 +39,15 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
-        // Migrations/<dialect>/*.sql compiled into AttestStorage at build time (the only copy of the schema).
-        .executableTarget(name: "embed-migrations"),
-        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["embed-migrations"]),
-        // Console/*.html|css|js|svg compiled into AttestHTTP at build time (the console needs no file beside the binary).
-        .executableTarget(name: "embed-console"),
-        .plugin(name: "EmbedConsole", capability: .buildTool(), dependencies: ["embed-console"]),
+        // Migrations/<dialect>/*.sql and Console/*.html|css|js|svg are compiled into AttestStorage and AttestHTTP from
+        // the sources scripts/embed writes (no build plugin: an app depending on AttestClient builds nothing of them).
 
         // The one shape of every module's error type (CodedError), below everything.
         .target(name: "AttestErrors", swiftSettings: strict),
         .target(name: "AttestCrypto", dependencies: ["COpenSSL", "AttestErrors"], swiftSettings: strict),
         .target(name: "AttestCore", dependencies: ["AttestCrypto", "AttestErrors"], swiftSettings: strict),
         .target(
-            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], swiftSettings: strict,
-            plugins: ["EmbedMigrations"]),
+            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], swiftSettings: strict),
         .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestErrors"], swiftSettings: strict),
         .target(name: "AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.
@@ -81,7 +76,7 @@ let package = Package(
         .target(
             name: "AttestHTTP",
             dependencies: ["AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestObservability"],
-            swiftSettings: strict, plugins: ["EmbedConsole"]),
+            swiftSettings: strict),
         // The composition root: configuration, and the store, verifier, service, refresher, router and listener wired from it.
         .target(
             name: "AttestServer",

@@ -226,7 +226,9 @@ export async function devicesScreen(session, clientID) {
           block.addEventListener("click", guarded(async () => {
             const ok = await confirmDialog({
               title: "Block this device?",
-              body: [h("p", {}, `Its ${d.live_tokens} live tokens stop working at once and it can never refresh or attest again.`)],
+              body: [h("p", {}, `Device ${d.key_id.slice(0, 12)}…: its ${d.live_tokens} live tokens stop working at once and this key `
+                + "can never refresh or attest again. The app gets a new key only if it deliberately starts over (resetKey), "
+                + "within the integration's policy.")],
               action: "Block device",
             });
             if (!ok) return;

@@ -9,7 +9,7 @@
 -- default for later inserts, rewrites nothing (numbering a million tokens in place took 33 s here,
 -- with the table locked). Every ordering puts them first, in the order they had before (the
 -- time, then the key): a token's NULL is gone an hour after the upgrade, when it expires.
--- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
+-- Embedded into the binary by scripts/embed; never edit once shipped.
 
 CREATE SEQUENCE tokens_seq AS BIGINT;
 ALTER TABLE tokens ADD COLUMN seq BIGINT;

@@ -6,7 +6,7 @@
 --     expiry, its last use, how many access tokens it minted, and when it was revoked.
 --   tokens.debug_token_id: the debug token that minted the access token (NULL: an attested
 --     device's), so that introspection and authorize can say "debug".
--- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
+-- Embedded into the binary by scripts/embed; never edit once shipped.
 
 CREATE TABLE debug_tokens (
     id TEXT NOT NULL PRIMARY KEY,

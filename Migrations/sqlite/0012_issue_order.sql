@@ -6,7 +6,7 @@
 -- the hash that broke their ties before). integrations, devices and admin_keys are rowid tables
 -- already: their rowid is their order of issue, and the statements that list them use it.
 -- A token is still looked up by its hash, now through the UNIQUE index on token_hash.
--- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
+-- Embedded into the binary by scripts/embed; never edit once shipped.
 
 CREATE TABLE tokens_in_issue_order (
     seq INTEGER PRIMARY KEY,

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The console's static files, compiled in from `Console/` by the `EmbedConsole` build plugin.
+/// The console's static files, compiled in from `Console/` (scripts/embed writes
+/// `EmbeddedConsoleFiles.swift`; scripts/test checks that it is current).
 enum ConsoleAssets {
     /// One file as served: its bytes and media type.
     struct Asset: Sendable {
@@ -11,10 +12,7 @@ enum ConsoleAssets {
     /// The files by name, decoded once.
     static let byName: [String: Asset] = {
         var assets: [String: Asset] = [:]
-        for file in files {
-            guard let data = Data(base64Encoded: file.base64) else { continue }
-            assets[file.name] = Asset(type: file.type, bytes: [UInt8](data))
-        }
+        for file in files { assets[file.name] = Asset(type: file.type, bytes: Array(file.text.utf8)) }
         return assets
     }()
 }

@@ -4,19 +4,19 @@ package enum SQLDialect: String, Sendable, CaseIterable {
     case postgresql
 }
 
-/// One file of `Migrations/<dialect>/`, as the build embedded it.
+/// One file of `Migrations/<dialect>/`, as scripts/embed wrote it into the source.
 struct EmbeddedMigrationFile: Sendable {
     let dialect: String
     let id: Int
     let name: String
-    let bytes: [UInt8]
+    let sql: String
 }
 
 /// The migrations compiled into the binary, so it runs from any directory with no files beside it.
 ///
-/// `Migrations/<dialect>/NNNN_name.sql` is the only copy of the schema: the `EmbedMigrations`
-/// build plugin writes the files into this target at build time and refuses a misnamed file or
-/// dialects whose numbered lists differ. Shipped migrations are immutable: change the schema by
+/// `Migrations/<dialect>/NNNN_name.sql` is the only copy of the schema: scripts/embed writes the
+/// files into `EmbeddedMigrationFiles.swift` (scripts/run before it builds; scripts/test checks that
+/// it is current) and refuses a misnamed file or dialects whose numbered lists differ. Shipped migrations are immutable: change the schema by
 /// appending a new one, never by editing.
 package enum EmbeddedMigrations {
     /// Every migration this binary knows for `dialect`, in order.
@@ -34,7 +34,7 @@ package enum EmbeddedMigrations {
 
     private static func migrations(_ dialect: SQLDialect) -> [Migration] {
         files.filter { $0.dialect == dialect.rawValue }.map {
-            Migration(id: $0.id, name: $0.name, sql: String(decoding: $0.bytes, as: UTF8.self))
+            Migration(id: $0.id, name: $0.name, sql: $0.sql)
         }
     }
 }

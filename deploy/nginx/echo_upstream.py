@@ -27,6 +27,7 @@ class Echo(BaseHTTPRequestHandler):
             "workspace_id": self.headers.get("X-Workspace-Id"),
             "workspace_id_headers": len(self.headers.get_all("X-Workspace-Id") or []),
             "client_id": self.headers.get("X-Client-Id"),
+            "attest_debug": self.headers.get("Attest-Debug"),
             "authorization": self.headers.get("Authorization"),
             "body_bytes": len(body),
         }
