@@ -67,7 +67,7 @@ extension AttestClient {
             do {
                 // One client of the stored key at a time, each starting from what the store holds
                 // now: another may have made, replaced or reset the key meanwhile.
-                let turn = try await KeyTurn.acquire(keyStore.coordination)
+                let turn = try await KeyTurn.acquire(keyStore.coordination, deadline: ServiceConnection.callDeadline)
                 defer { turn.release() }
                 try adoptStoredKey()
                 return try await attempt(&allowance)
@@ -137,6 +137,10 @@ extension AttestClient {
     /// without a token (the key is registered after all, or was replaced).
     private func attest(_ keyID: String, _ allowance: inout Allowance) async throws -> AccessToken? {
         let challenge = try await nextChallenge()
+        // Apple attests a key once: not when too little of the call is left to send the attestation.
+        if let deadline = ServiceConnection.callDeadline, deadline - RetrySchedule.uptime() < 1 {
+            throw AttestClientError.transport("too little of this call's retry budget is left to attest a key")
+        }
         let attestation: Data
         do {
             attestation = try await deviceCall { try await device.attestKey(keyID, clientDataHash: challenge.hash) }

@@ -131,7 +131,9 @@ public actor AttestClient {
         if !keptTokenRead {
             // A relaunch needs no round trip while the token the key store kept is fresh.
             keptTokenRead = true
-            if cached == nil, let kept = try? keyStore.loadToken(), Self.isAccessToken(kept.value) { cached = (kept, renewal(of: kept)) }
+            if cached == nil, let kept = try? keyStore.loadToken(scope: tokenScope), Self.isAccessToken(kept.value) {
+                cached = (kept, renewal(of: kept))
+            }
         }
         if forcingRefresh {
             cached = nil
@@ -165,11 +167,17 @@ public actor AttestClient {
         return request
     }
 
+    /// `localhost`, `::1`, or an IPv4 literal in 127.0.0.0/8 (never a name that starts with 127.).
     private static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in UInt8(part).map { String($0) == part } ?? false }
     }
 
     private static func isAccessToken(_ value: String) -> Bool { ServiceConnection.isAccessToken(value) }
+
+    /// What a kept token belongs to: this client ID at this attestd.
+    private var tokenScope: String { "\(configuration.clientID) \(configuration.baseURL.absoluteString)" }
 
     /// Every change of the client's token from now on: a new token, or nil when the client drops
     /// the one it had (the integration revoked or suspended, the device blocked, `resetKey()`).
@@ -190,10 +198,11 @@ public actor AttestClient {
     /// client never does it by itself. Waits for a call in flight to end first.
     public func resetKey() async throws {
         while let flight { await flight.value }
-        let turn = try await KeyTurn.acquire(keyStore.coordination)
+        let turn = try await KeyTurn.acquire(
+            keyStore.coordination, deadline: RetrySchedule.uptime() + configuration.retryBudget + configuration.requestTimeout)
         defer { turn.release() }
         try keyStore.remove()
-        try keyStore.saveToken(nil)
+        try keyStore.saveToken(nil, scope: tokenScope)
         key = .absent
         unspentChallenge = nil
         setCached(nil)
@@ -209,7 +218,7 @@ public actor AttestClient {
     /// Replaces the token in memory (and in the key store), telling the observers of a change.
     private func setCached(_ token: AccessToken?) {
         cached = token.map { ($0, renewal(of: $0)) }
-        try? keyStore.saveToken(token)
+        try? keyStore.saveToken(token, scope: tokenScope)
         guard announced != token else { return }
         announced = token
         for observer in observers.values { observer.yield(token) }

@@ -29,12 +29,15 @@ struct KeyTurn: Sendable {
     let name: String
     let descriptor: Int32?
 
-    /// Waits for the turn of `coordination`: this process's first, then the lock file's.
-    static func acquire(_ coordination: KeyCoordination) async throws -> KeyTurn {
-        await ProcessTurns.shared.acquire(coordination.name)
+    /// Waits for the turn of `coordination`, this process's and then the lock file's, polling every
+    /// 20 ms: never past `deadline` (monotonic; nil: no limit), and no longer once the calling
+    /// task is cancelled. A client whose turn never comes (another one stopped in a debugger, or
+    /// stuck in DeviceCheck) ends its call in time instead of hanging.
+    static func acquire(_ coordination: KeyCoordination, deadline: TimeInterval?) async throws -> KeyTurn {
+        while !ProcessTurns.shared.tryAcquire(coordination.name) { try await pause(until: deadline) }
         guard let lockFile = coordination.lockFile else { return KeyTurn(name: coordination.name, descriptor: nil) }
         do {
-            return KeyTurn(name: coordination.name, descriptor: try await lock(lockFile))
+            return KeyTurn(name: coordination.name, descriptor: try await lock(lockFile, deadline: deadline))
         } catch {
             ProcessTurns.shared.release(coordination.name)
             throw error
@@ -49,61 +52,44 @@ struct KeyTurn: Sendable {
         ProcessTurns.shared.release(name)
     }
 
-    /// An exclusive `flock` on `file`, waited for on a thread of its own (never on one of Swift's
-    /// cooperative threads).
-    private static func lock(_ file: URL) async throws -> Int32 {
+    private static func pause(until deadline: TimeInterval?) async throws {
+        if let deadline, RetrySchedule.uptime() >= deadline {
+            throw AttestClientError.transport("another client of this App Attest key did not finish within this call's retry budget")
+        }
+        try await Task.sleep(nanoseconds: 20_000_000)
+    }
+
+    /// An exclusive `flock` on `file`, taken without blocking (`LOCK_NB`) and tried again.
+    private static func lock(_ file: URL, deadline: TimeInterval?) async throws -> Int32 {
         try FileManager.default.createDirectory(
             at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw FileKeyIDStore.Failure(description: "cannot open the lock file \(file.path)") }
-        let locked: Bool = await withCheckedContinuation { continuation in
-            Thread {
-                var result = flock(descriptor, LOCK_EX)
-                while result != 0 && errno == EINTR { result = flock(descriptor, LOCK_EX) }
-                continuation.resume(returning: result == 0)
-            }.start()
-        }
-        guard locked else {
-            _ = close(descriptor)
-            throw FileKeyIDStore.Failure(description: "cannot lock \(file.path)")
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else {
+                _ = close(descriptor)
+                throw FileKeyIDStore.Failure(description: "cannot lock \(file.path)")
+            }
+            do {
+                try await pause(until: deadline)
+            } catch {
+                _ = close(descriptor)
+                throw error
+            }
         }
         return descriptor
     }
 }
 
-/// This process's turns, by coordination name: first come, first served.
+/// This process's turns, by coordination name.
 private final class ProcessTurns: @unchecked Sendable {
-    // @unchecked: `waiting` is read and written only while holding `lock`.
+    // @unchecked: `taken` is read and written only while holding `lock`.
     static let shared = ProcessTurns()
     private let lock = NSLock()
-    /// A name is taken while it has an entry; its value is who waits, in order.
-    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+    private var taken: Set<String> = []
 
-    func acquire(_ name: String) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let taken = lock.withLock { () -> Bool in
-                if waiting[name] != nil {
-                    waiting[name]?.append(continuation)
-                    return false
-                }
-                waiting[name] = []
-                return true
-            }
-            if taken { continuation.resume() }
-        }
-    }
+    /// Takes the turn of `name` when it is free.
+    func tryAcquire(_ name: String) -> Bool { lock.withLock { taken.insert(name).inserted } }
 
-    func release(_ name: String) {
-        let next = lock.withLock { () -> CheckedContinuation<Void, Never>? in
-            guard var queue = waiting[name] else { return nil }
-            guard !queue.isEmpty else {
-                waiting[name] = nil
-                return nil
-            }
-            let first = queue.removeFirst()
-            waiting[name] = queue
-            return first
-        }
-        next?.resume()
-    }
+    func release(_ name: String) { _ = lock.withLock { taken.remove(name) } }
 }

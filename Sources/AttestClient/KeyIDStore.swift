@@ -18,12 +18,14 @@ public protocol KeyIDStore: Sendable {
     func save(_ keyID: String) throws
     /// Forgets the saved key ID (nothing saved is not an error).
     func remove() throws
-    /// The last access token kept, so that a relaunch needs no round trip while it is fresh; nil
-    /// when none is kept. Only a store that keeps secrets safely keeps one (the Keychain); the
+    /// The last access token kept for `scope` (the client ID and attestd's URL it came from), so
+    /// that a relaunch needs no round trip while it is fresh; nil when none is kept, or the kept
+    /// one is another scope's (an app switching between staging and production never sends one's
+    /// token to the other). Only a store that keeps secrets safely keeps one (the Keychain); the
     /// default keeps none.
-    func loadToken() throws -> AccessToken?
-    /// Keeps `token`, replacing any kept one (nil forgets it).
-    func saveToken(_ token: AccessToken?) throws
+    func loadToken(scope: String) throws -> AccessToken?
+    /// Keeps `token` for `scope`, replacing any kept one (nil forgets it).
+    func saveToken(_ token: AccessToken?, scope: String) throws
     /// How the clients sharing this store's key take turns (`KeyCoordination`). The default: the
     /// clients of this process whose stores are of the same type.
     var coordination: KeyCoordination { get }
@@ -31,9 +33,9 @@ public protocol KeyIDStore: Sendable {
 
 extension KeyIDStore {
     /// Keeps no token.
-    public func loadToken() throws -> AccessToken? { nil }
+    public func loadToken(scope: String) throws -> AccessToken? { nil }
     /// Keeps no token.
-    public func saveToken(_ token: AccessToken?) throws {}
+    public func saveToken(_ token: AccessToken?, scope: String) throws {}
     /// The clients of this process whose stores are of this type take turns.
     public var coordination: KeyCoordination { KeyCoordination(name: String(reflecting: Self.self)) }
 }

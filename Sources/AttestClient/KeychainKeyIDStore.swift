@@ -79,21 +79,21 @@
         }
 
         /// The kept access token: a second item of the same service and group (account
-        /// `<account>.access-token`), as protected as the key ID's.
-        public func loadToken() throws -> AccessToken? {
+        /// `<account>.access-token`), as protected as the key ID's, holding its scope too.
+        public func loadToken(scope: String) throws -> AccessToken? {
             guard let text = try Self.read(tokenQuery) else { return nil }
-            let parts = text.split(separator: "\n", maxSplits: 1).map(String.init)
-            guard parts.count == 2, let seconds = TimeInterval(parts[1]) else { return nil }
-            return AccessToken(value: parts[0], expiresAt: Date(timeIntervalSince1970: seconds))
+            let parts = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3, parts[0] == scope, let seconds = TimeInterval(parts[2]) else { return nil }
+            return AccessToken(value: parts[1], expiresAt: Date(timeIntervalSince1970: seconds))
         }
 
-        public func saveToken(_ token: AccessToken?) throws {
+        public func saveToken(_ token: AccessToken?, scope: String) throws {
             guard let token else {
                 let status = SecItemDelete(tokenQuery as CFDictionary)
                 guard status == errSecSuccess || status == errSecItemNotFound else { throw Failure(status: status) }
                 return
             }
-            try Self.write("\(token.value)\n\(token.expiresAt.timeIntervalSince1970)", tokenQuery)
+            try Self.write("\(scope)\n\(token.value)\n\(token.expiresAt.timeIntervalSince1970)", tokenQuery)
         }
 
         private var tokenQuery: [String: Any] {

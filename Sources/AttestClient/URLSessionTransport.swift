@@ -42,6 +42,7 @@ final class URLSessionTransport: Transport {
         request.timeoutInterval = timeout
         let task = session.dataTask(with: request)
         let reader = reader
+        reader.register(task)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) in
                 guard reader.expect(task, continuation) else { return }
@@ -62,52 +63,67 @@ final class URLSessionTransport: Transport {
 }
 
 /// The delegate that collects each task's answer: its head, its body up to the cap, and how it
-/// ended. Each task's continuation is resumed exactly once, by whichever comes first: the end of
-/// the answer, the watchdog, the cap, or the caller's cancellation.
+/// ended. Each task is registered when made and forgotten when its caller is answered; its caller
+/// is answered exactly once, by whichever comes first: the end of the answer, the watchdog, the
+/// cap, or the caller's cancellation (possibly before the task started: then it never starts).
+/// Redirections are not followed: attestd never redirects, and a request's body (an attestation,
+/// a debug token) goes nowhere else.
 private final class AnswerReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: `tasks` is read and written only while holding `lock`.
+    private typealias Answer = Result<(Data, HTTPURLResponse), any Error>
     private struct Pending {
-        let continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>
+        var continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>?
         var body = Data()
         var response: HTTPURLResponse?
         /// Set when the client gave up on it: why.
         var outcome: (any Error)?
+        /// Set when the task ended before its caller waited for it.
+        var ended: Answer?
     }
 
     private let lock = NSLock()
     private var tasks: [Int: Pending] = [:]
-    /// Tasks whose caller was cancelled before they were expected.
-    private var cancelledEarly: Set<Int> = []
 
-    /// Waits for `task`'s answer; false (and the continuation resumed) when its caller was
-    /// cancelled already, so that the task is never started.
+    func register(_ task: URLSessionTask) { lock.withLock { tasks[task.taskIdentifier] = Pending() } }
+
+    /// Waits for `task`'s answer; false (and the continuation resumed) when the caller was
+    /// answered already (cancelled before the task started): then the task must not start.
     func expect(_ task: URLSessionTask, _ continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>) -> Bool {
-        let cancelled = lock.withLock { () -> Bool in
-            if cancelledEarly.remove(task.taskIdentifier) != nil { return true }
-            tasks[task.taskIdentifier] = Pending(continuation: continuation)
-            return false
+        let known = lock.withLock { () -> Answer? in
+            guard var pending = tasks[task.taskIdentifier] else { return .failure(CancellationError()) }
+            if let answer = pending.ended ?? pending.outcome.map({ Answer.failure($0) }) {
+                tasks[task.taskIdentifier] = nil
+                return answer
+            }
+            pending.continuation = continuation
+            tasks[task.taskIdentifier] = pending
+            return nil
         }
-        if cancelled { continuation.resume(throwing: CancellationError()) }
-        return !cancelled
+        guard let known else { return true }
+        continuation.resume(with: known)
+        return false
     }
 
     /// Gives up on `task` for `reason`: the answer is a `TransportFailure`.
     func fail(_ task: URLSessionTask, _ reason: String) { stop(task, TransportFailure(description: reason)) }
 
-    /// The caller's task was cancelled (possibly before `expect`).
+    /// The caller's task was cancelled.
     func cancel(_ task: URLSessionTask) { stop(task, CancellationError()) }
 
     private func stop(_ task: URLSessionTask, _ outcome: any Error) {
         let first = lock.withLock { () -> Bool in
-            guard tasks[task.taskIdentifier] != nil else {
-                if outcome is CancellationError { cancelledEarly.insert(task.taskIdentifier) }
-                return false
-            }
-            guard tasks[task.taskIdentifier]?.outcome == nil else { return false }
+            guard let pending = tasks[task.taskIdentifier], pending.outcome == nil, pending.ended == nil else { return false }
             tasks[task.taskIdentifier]?.outcome = outcome
             return true
         }
         if first { task.cancel() }
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse, newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 
     func urlSession(
@@ -138,15 +154,26 @@ private final class AnswerReader: NSObject, URLSessionDataDelegate, @unchecked S
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        guard let pending = lock.withLock({ tasks.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if let outcome = pending.outcome {
-            pending.continuation.resume(throwing: outcome)
-        } else if let error {
-            pending.continuation.resume(throwing: TransportFailure(description: ServiceConnection.describe(error)))
-        } else if let response = pending.response {
-            pending.continuation.resume(returning: (pending.body, response))
-        } else {
-            pending.continuation.resume(throwing: TransportFailure(description: "no HTTP answer"))
+        let waiting = lock.withLock { () -> (CheckedContinuation<(Data, HTTPURLResponse), any Error>, Answer)? in
+            guard var pending = tasks[task.taskIdentifier] else { return nil }
+            let answer: Answer =
+                if let outcome = pending.outcome {
+                    .failure(outcome)
+                } else if let error {
+                    .failure(TransportFailure(description: ServiceConnection.describe(error)))
+                } else if let response = pending.response {
+                    .success((pending.body, response))
+                } else {
+                    .failure(TransportFailure(description: "no HTTP answer"))
+                }
+            guard let continuation = pending.continuation else {
+                pending.ended = answer
+                tasks[task.taskIdentifier] = pending
+                return nil
+            }
+            tasks[task.taskIdentifier] = nil
+            return (continuation, answer)
         }
+        if let (continuation, answer) = waiting { continuation.resume(with: answer) }
     }
 }

@@ -114,7 +114,14 @@ package final class ReceiptRefresher: Sendable {
     }
 
     /// The counters as Prometheus exposition lines (`attestd_receipt_refreshes_total{result}`).
-    package var metricsText: PrometheusText {
+    package var metricsText: PrometheusText { Self.metricsText(outcomes) }
+
+    /// The same counters, every one 0, for a node that runs no refresher.
+    package static var idleMetricsText: PrometheusText {
+        metricsText(Dictionary(uniqueKeysWithValues: RefreshOutcome.allCases.map { ($0, 0) }))
+    }
+
+    private static func metricsText(_ outcomes: [RefreshOutcome: Int]) -> PrometheusText {
         var out = PrometheusText()
         out.family(
             "attestd_receipt_refreshes_total", .counter,

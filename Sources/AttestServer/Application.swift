@@ -235,7 +235,8 @@ package final class Application: Sendable {
                     ),
                 ]
             },
-            moreMetrics: { anchorMetrics + (refresher?.metricsText.text ?? "") })
+            // The refresher's counters at 0 when it does not run, so that a rule reading them has a series.
+            moreMetrics: { anchorMetrics + (refresher?.metricsText.text ?? ReceiptRefresher.idleMetricsText.text) })
     }
 
     /// What is wrong with the gateway secret file's mode, if anything: readable by other users,

@@ -60,7 +60,10 @@ package final class Server: Sendable {
             } catch {
                 http.stop()
                 application.close()
-                throw Application.StartupError(description: "cannot listen on \(address.host):\(address.port) (--admin-listen): \(error)")
+                // Like the device port's: a port still held by a stopping process is worth a restart.
+                throw Application.StartupError(
+                    description: "cannot listen on \(address.host):\(address.port) (--admin-listen): \(error)",
+                    isTransient: error.code == .bindFailed)
             }
         } else {
             adminHTTP = nil

@@ -202,13 +202,13 @@ package struct IntegrationAdmin: Sendable {
         return found
     }
 
-    /// The ID of the integration's DeviceCheck key, nil when none is set (never the key).
     /// The integration's debug tokens live (unexpired, unrevoked) now.
     package func liveDebugTokens(clientID: String) throws(ServiceError) -> Int {
         let now = clock.now()
         return try stored { () throws(StorageError) in try store.debugTokens(clientID: clientID).filter { $0.isLive(at: now) }.count }
     }
 
+    /// The ID of the integration's DeviceCheck key, nil when none is set (never the key).
     package func fraudKeyID(clientID: String) throws(ServiceError) -> String? {
         try stored { () throws(StorageError) in try store.fraudKey(clientID: clientID)?.keyID }
     }

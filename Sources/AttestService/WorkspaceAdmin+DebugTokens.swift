@@ -24,11 +24,15 @@ extension WorkspaceAdmin {
     /// Live (unexpired, unrevoked) debug tokens one integration may hold.
     package static let debugTokenLiveLimit = 20
 
-    /// Creates a debug token for `clientID`, audited as `actor`'s action (attestctl).
-    package func createDebugToken(
-        clientID: String, name: String, lifetime: Int64?, actor: String, workspaceID: String? = nil
-    ) throws(ServiceError) -> IssuedDebugToken {
+    /// Creates a debug token for `clientID`, audited as `actor`'s action in the integration's
+    /// workspace (so that its admins see it, whether the console or attestctl made it).
+    package func createDebugToken(clientID: String, name: String, lifetime: Int64?, actor: String) throws(ServiceError) -> IssuedDebugToken
+    {
         try Self.requireValidName(name)
+        guard let integration = try stored({ () throws(StorageError) in try store.integration(clientID: clientID) }) else {
+            throw ServiceError.integrationNotFound
+        }
+        let workspaceID = integration.workspaceID
         let lifetime = lifetime ?? Self.debugTokenDefaultLifetime
         guard lifetime >= 60, lifetime <= Self.debugTokenMaximumLifetime else {
             throw ServiceError.malformed(.field(.expiresIn), "a debug token lives from 60 seconds to 90 days")
@@ -51,9 +55,8 @@ extension WorkspaceAdmin {
                 .debugTokenLimit, .debugTokenLimit,
                 "the integration has \(Self.debugTokenLiveLimit) live debug tokens; revoke one first")
         case .integrationInactive:
-            let integration = try stored { () throws(StorageError) in try store.integration(clientID: clientID) }
-            guard let integration else { throw ServiceError.integrationNotFound }
-            throw integration.status == .revoked ? ServiceError.integrationRevoked : ServiceError.integrationSuspended
+            let now = try stored { () throws(StorageError) in try store.integration(clientID: clientID) }
+            throw now?.status == .revoked ? ServiceError.integrationRevoked : ServiceError.integrationSuspended
         }
         logger?.log(.info, "debug token created", ["debug_token.id": .string(record.id), "client_id": .string(clientID)])
         return IssuedDebugToken(record: record, secret: secret)
@@ -64,10 +67,12 @@ extension WorkspaceAdmin {
         try stored { () throws(StorageError) in try store.debugTokens(clientID: clientID) }
     }
 
-    /// Revokes a debug token as `actor` (attestctl): nil when unknown.
-    package func revokeDebugToken(id: String, actor: String, workspaceID: String? = nil) throws(ServiceError) -> DebugTokenRevocation? {
+    /// Revokes a debug token as `actor`, audited in its integration's workspace: nil when unknown.
+    package func revokeDebugToken(id: String, actor: String) throws(ServiceError) -> DebugTokenRevocation? {
+        guard let token = try stored({ () throws(StorageError) in try store.debugToken(id: id) }) else { return nil }
+        let integration = try stored { () throws(StorageError) in try store.integration(clientID: token.clientID) }
         let audit = AuditNote<DebugTokenRevocation>(
-            at: clock.now(), actor: actor, action: .debugTokenRevoke, target: id, workspaceID: workspaceID
+            at: clock.now(), actor: actor, action: .debugTokenRevoke, target: id, workspaceID: integration?.workspaceID
         ) { outcome in
             guard case .revoked(let tokens) = outcome else { return nil }
             return "revoked; \(tokens) access tokens it minted revoked"
@@ -87,8 +92,7 @@ extension WorkspaceAdmin {
     ) throws(ServiceError) -> IssuedDebugToken {
         try require(principal, Self.debugTokenRole, to: "create debug tokens")
         let integration = try owned(principal, clientID)
-        return try createDebugToken(
-            clientID: integration.clientID, name: name, lifetime: lifetime, actor: principal.name, workspaceID: principal.workspaceID)
+        return try createDebugToken(clientID: integration.clientID, name: name, lifetime: lifetime, actor: principal.name)
     }
 
     /// The debug tokens of an integration of the principal's workspace.
@@ -103,7 +107,7 @@ extension WorkspaceAdmin {
         let integration = try owned(principal, clientID)
         guard let token = try stored({ () throws(StorageError) in try store.debugToken(id: id) }), token.clientID == integration.clientID
         else { throw Self.debugTokenNotFound }
-        guard try revokeDebugToken(id: token.id, actor: principal.name, workspaceID: principal.workspaceID) != nil else {
+        guard try revokeDebugToken(id: token.id, actor: principal.name) != nil else {
             throw Self.debugTokenNotFound
         }
     }

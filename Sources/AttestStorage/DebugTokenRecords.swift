@@ -1,4 +1,4 @@
-/// A debug token of an integration (migration 0013): what lets a build that cannot attest (the
+/// A debug token of an integration (migration 0012): what lets a build that cannot attest (the
 /// iOS Simulator, previews, CI) get access tokens. Its secret (`dbg_` + 256 random bits) is shown
 /// once and never stored; `secretHash` is its SHA-256.
 package struct DebugTokenRecord: Sendable, Equatable {

@@ -298,8 +298,11 @@ CREATE TRIGGER answers_retired_by_integration_state AFTER UPDATE OF status, susp
     FOR EACH STATEMENT EXECUTE FUNCTION raise_answer_epoch();
 
 """#),
-        EmbeddedMigrationFile(dialect: "postgresql", id: 12, name: "issue_order", sql: #"""
--- 0012_issue_order: an order of issue that cannot tie. issued_at and created_at are whole seconds,
+        EmbeddedMigrationFile(dialect: "postgresql", id: 12, name: "issue_order_debug_tokens", sql: #"""
+-- 0012_issue_order_debug_tokens, release 0.3.0's one migration (a binary runs on its own schema
+-- and the next one only, so a release adds one), in two parts.
+--
+-- Part 1, an order of issue that cannot tie. issued_at and created_at are whole seconds,
 -- so "the device's newest N tokens" broke its ties by the token's hash, which is random: a device
 -- that refreshed twice in one second could lose the token minted just before its newest one and
 -- keep an older one. tokens, devices, integrations and admin_keys get seq, taken from a sequence
@@ -310,7 +313,6 @@ CREATE TRIGGER answers_retired_by_integration_state AFTER UPDATE OF status, susp
 -- default for later inserts, rewrites nothing (numbering a million tokens in place took 33 s here,
 -- with the table locked). Every ordering puts them first, in the order they had before (the
 -- time, then the key): a token's NULL is gone an hour after the upgrade, when it expires.
--- Embedded into the binary by scripts/embed; never edit once shipped.
 
 CREATE SEQUENCE tokens_seq AS BIGINT;
 ALTER TABLE tokens ADD COLUMN seq BIGINT;
@@ -332,9 +334,7 @@ ALTER TABLE admin_keys ADD COLUMN seq BIGINT;
 ALTER TABLE admin_keys ALTER COLUMN seq SET DEFAULT nextval('admin_keys_seq');
 ALTER SEQUENCE admin_keys_seq OWNED BY admin_keys.seq;
 
-"""#),
-        EmbeddedMigrationFile(dialect: "postgresql", id: 13, name: "debug_tokens", sql: #"""
--- 0013_debug_tokens: development without a device (the iOS Simulator, previews, CI).
+-- Part 2, debug tokens: development without a device (the iOS Simulator, previews, CI).
 --   debug_tokens: one row per debug token of an integration: its public ID (dbgt_ + 16 hex
 --     digits), the SHA-256 of its secret (dbg_ + 256 random bits, shown once and never stored),
 --     the key ID its access tokens carry (32 random bytes that name no device: a revocation deletes
@@ -603,8 +603,11 @@ CREATE INDEX devices_by_status ON devices (status);
 -- Embedded into the binary at build time (Plugins/EmbedMigrations); never edit once shipped.
 
 """#),
-        EmbeddedMigrationFile(dialect: "sqlite", id: 12, name: "issue_order", sql: #"""
--- 0012_issue_order: an order of issue that cannot tie. issued_at and created_at are whole seconds,
+        EmbeddedMigrationFile(dialect: "sqlite", id: 12, name: "issue_order_debug_tokens", sql: #"""
+-- 0012_issue_order_debug_tokens, release 0.3.0's one migration (a binary runs on its own schema
+-- and the next one only, so a release adds one), in two parts.
+--
+-- Part 1, an order of issue that cannot tie. issued_at and created_at are whole seconds,
 -- so "the device's newest N tokens" broke its ties by the token's hash, which is random: a device
 -- that refreshed twice in one second could lose the token minted just before its newest one and
 -- keep an older one. tokens becomes a rowid table whose seq (the rowid) SQLite assigns above every
@@ -612,7 +615,6 @@ CREATE INDEX devices_by_status ON devices (status);
 -- the hash that broke their ties before). integrations, devices and admin_keys are rowid tables
 -- already: their rowid is their order of issue, and the statements that list them use it.
 -- A token is still looked up by its hash, now through the UNIQUE index on token_hash.
--- Embedded into the binary by scripts/embed; never edit once shipped.
 
 CREATE TABLE tokens_in_issue_order (
     seq INTEGER PRIMARY KEY,
@@ -636,9 +638,7 @@ CREATE INDEX tokens_by_client ON tokens (client_id);
 -- A rowid table's index holds the rowid after its columns: (key_id, seq), the trim's order.
 CREATE INDEX tokens_by_key ON tokens (key_id);
 
-"""#),
-        EmbeddedMigrationFile(dialect: "sqlite", id: 13, name: "debug_tokens", sql: #"""
--- 0013_debug_tokens: development without a device (the iOS Simulator, previews, CI).
+-- Part 2, debug tokens: development without a device (the iOS Simulator, previews, CI).
 --   debug_tokens: one row per debug token of an integration: its public ID (dbgt_ + 16 hex
 --     digits), the SHA-256 of its secret (dbg_ + 256 random bits, shown once and never stored),
 --     the key ID its access tokens carry (32 random bytes that name no device: a revocation deletes

@@ -1,4 +1,5 @@
 import AttestCLI
+import AttestOptions
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -97,5 +98,22 @@ struct StoreBackupTests {
         let again = Console(now: 1_800_000_100)
         #expect(again.run(["store", "backup", "--db", location.argument, "--to", file]) == 1)
         #expect(again.err.withLock { $0.contains("must not exist") })
+    }
+}
+
+@Suite("Releases and migrations")
+struct ReleaseMigrationTests {
+    @Test("each release adds at most the one migration a binary of the release before runs on; the last is this build's")
+    func releasesAddOneMigrationEach() throws {
+        let releases = Migration.releases
+        for (earlier, later) in zip(releases, releases.dropFirst()) {
+            #expect(later.newestMigration - earlier.newestMigration <= Migration.compatibleAhead, "\(later.version)")
+            #expect(later.newestMigration >= earlier.newestMigration)
+        }
+        let last = try #require(releases.last)
+        #expect(last.version == BuildVersion.current)
+        for dialect in SQLDialect.allCases {
+            #expect(EmbeddedMigrations.all(dialect).map(\.id).max() == last.newestMigration, "\(dialect)")
+        }
     }
 }

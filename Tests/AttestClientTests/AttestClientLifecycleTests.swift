@@ -14,12 +14,14 @@ struct AttestClientLifecycleTests {
     /// A key store that also keeps the token, as the Keychain store does, in memory.
     final class KeepingStore: KeyIDStore, Sendable {
         let keyID = Mutex<String?>(nil)
-        let token = Mutex<AccessToken?>(nil)
+        let token = Mutex<(AccessToken, String)?>(nil)
         func load() throws -> String? { keyID.withLock { $0 } }
         func save(_ keyID: String) throws { self.keyID.withLock { $0 = keyID } }
         func remove() throws { keyID.withLock { $0 = nil } }
-        func loadToken() throws -> AccessToken? { token.withLock { $0 } }
-        func saveToken(_ token: AccessToken?) throws { self.token.withLock { $0 = token } }
+        func loadToken(scope: String) throws -> AccessToken? { token.withLock { $0?.1 == scope ? $0?.0 : nil } }
+        func saveToken(_ token: AccessToken?, scope: String) throws { self.token.withLock { $0 = token.map { ($0, scope) } } }
+        /// The kept token, whatever its scope.
+        var kept: AccessToken? { token.withLock { $0?.0 } }
     }
 
     @Test("authorize attaches the token only to the configured API hosts over https (http for loopback), and fetches none otherwise")
@@ -27,9 +29,13 @@ struct AttestClientLifecycleTests {
         let world = try ClientWorld()
         let client = AttestClient(
             configuration: AttestClient.Configuration(
-                baseURL: world.baseURL, clientID: world.integration.clientID, apiHosts: ["api.example.com", "127.0.0.1"]),
+                baseURL: world.baseURL, clientID: world.integration.clientID,
+                apiHosts: ["api.example.com", "127.0.0.1", "127.example.com"]),
             device: try world.device(), keyStore: world.keyStore())
-        for refused in ["https://evil.example.com/v1/messages", "http://api.example.com/v1/messages", "https://api.example.com.evil.net/"] {
+        for refused in [
+            "https://evil.example.com/v1/messages", "http://api.example.com/v1/messages", "https://api.example.com.evil.net/",
+            "http://127.example.com/v1/messages",
+        ] {
             let request = URLRequest(url: try #require(URL(string: refused)))
             await #expect(throws: AttestClientError.hostNotAllowed(request.url?.host ?? "")) { _ = try await client.authorize(request) }
         }
@@ -56,7 +62,7 @@ struct AttestClientLifecycleTests {
             await #expect(throws: AttestClientError.deviceBlocked) { _ = try await client.token(forcingRefresh: true) }
         }
         #expect(try world.requests("attest") == 1, "never a new key on its own")
-        #expect(try store.loadToken() == nil)
+        #expect(store.kept == nil)
         try await client.resetKey()
         #expect(try store.load() == nil)
         let second = try await client.token()
@@ -70,14 +76,22 @@ struct AttestClientLifecycleTests {
         let world = try ClientWorld()
         let store = KeepingStore()
         let first = try await world.client(device: try world.device(), keyStore: store).token()
-        #expect(try store.loadToken() == first)
+        #expect(store.kept == first)
         let before = try world.allRequests()
         let relaunched = world.client(device: try world.device(), keyStore: store)
         #expect(try await relaunched.token() == first)
         #expect(try world.allRequests() == before)
+        // Another attestd (or client ID) on the same store: the kept token is not its own.
+        let stranger = AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: try #require(URL(string: "http://localhost:\(world.port)")), clientID: world.integration.clientID,
+                clock: world.clock.function),
+            device: try world.device(), keyStore: store)
+        #expect(try await stranger.token() != first)
+        #expect(try world.allRequests() > before)
         world.clock.advance(3600 - 200)  // inside the renewal margin: renewed by assertion
         let renewed = try await relaunched.token()
-        #expect(try renewed != first && world.requests("token", status: 200) == 1 && store.loadToken() == renewed)
+        #expect(try renewed != first && world.requests("token", status: 200) == 2 && store.kept == renewed)
     }
 
     @Test("the log hook tells what happens, and never a token, key ID or debug token")

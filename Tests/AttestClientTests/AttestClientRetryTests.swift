@@ -235,7 +235,7 @@ struct AttestClientBoundsTests {
                 return true
             }
             let elapsed = seconds(since: start)
-            #expect(elapsed >= 1.4 && elapsed < 2 + 1.5 + 1, "\(elapsed) s")
+            #expect(elapsed >= 1.4 && elapsed < 2 + 1.5 + 2, "\(elapsed) s")  // budget + timeout, 2 s of slack
         }
     }
 

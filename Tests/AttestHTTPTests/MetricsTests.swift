@@ -80,3 +80,26 @@ struct MetricsTests {
         #expect(buckets.values.allSatisfy { $0 <= 2 })
     }
 }
+
+@Suite("The alert rules' metrics")
+struct AlertMetricsTests {
+    /// Every `attestd_*` name in the shipped alert rules.
+    static func namesInRules() throws -> Set<String> {
+        let rules = Fixtures.directory.deletingLastPathComponent().appendingPathComponent("deploy/prometheus/attestd-alerts.yml")
+        let text = try String(contentsOf: rules, encoding: .utf8)
+        let pattern = try Regex(#"attestd_[a-z_]+"#)
+        return Set(text.matches(of: pattern).map { String(text[$0.range]) })
+    }
+
+    @Test("every metric a shipped alert rule uses is on /metrics from the start, before any traffic or receipt refresh")
+    func everyRuleMetricFromTheStart() throws {
+        let names = try Self.namesInRules()
+        #expect(names.count >= 10 && names.contains("attestd_receipt_refreshes_total"))
+        let world = try HTTPWorld()
+        let families = Set(try Exposition(try world.client().request("GET", "/metrics").text).types.keys)
+        for name in names.sorted() {
+            let family = Exposition.family(of: name)
+            #expect(families.contains(family) || families.contains(name), "\(name) is used by a rule but not exported at start")
+        }
+    }
+}
