@@ -373,7 +373,9 @@ struct BusyPortTests {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) { bind(descriptor, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), length) }
+        let bound = withUnsafePointer(to: &address) {
+            bind(descriptor, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), length)
+        }
         guard descriptor >= 0, bound == 0, listen(descriptor, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
         _ = withUnsafeMutablePointer(to: &address) {
             getsockname(descriptor, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length)
