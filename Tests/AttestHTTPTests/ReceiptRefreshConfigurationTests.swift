@@ -85,7 +85,8 @@ struct ReceiptRefreshMetricsTests {
         #expect(metrics.contains("# TYPE attestd_receipt_refreshes_total counter"))
         #expect(metrics.contains("attestd_receipt_refreshes_total{result=\"refreshed\"} 0"))
         // A rule reads the counter whether or not a refresher runs: the series exist, at 0.
-        let idle = try HTTPWorld().client().request("GET", "/metrics").text
+        let without = try HTTPWorld()
+        let idle = try without.client().request("GET", "/metrics").text
         #expect(idle.contains("# TYPE attestd_receipt_refreshes_total counter"))
         #expect(idle.contains("attestd_receipt_refreshes_total{result=\"refreshed\"} 0"))
         #expect(!idle.contains(#"attestd_receipt_refreshes_total{result="refreshed"} 1"#))
