@@ -79,6 +79,15 @@ package final class Certificate: @unchecked Sendable {
     /// End of the validity period, in Unix seconds.
     package var notAfter: Int64? { Certificate.unixTime(X509_get0_notAfter(x509)) }
 
+    /// The subject as OpenSSL writes it on one line (`/C=US/O=Apple Inc./CN=...`), at most 511
+    /// bytes: for operators' eyes (`/healthz`, `/metrics`), never for a decision.
+    package var subject: String {
+        guard let name = X509_get_subject_name(x509) else { return "" }
+        var buffer = [CChar](repeating: 0, count: 512)
+        guard X509_NAME_oneline(name, &buffer, Int32(buffer.count)) != nil else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// True when basicConstraints says CA:TRUE, or OpenSSL would otherwise treat it as a CA
     /// (keyCertSign without basicConstraints, self-signed v1).
     package var isCertificateAuthority: Bool {

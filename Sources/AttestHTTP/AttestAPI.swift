@@ -15,6 +15,8 @@ package enum AttestAPI {
         package var trustsAppleRoot: Bool
         /// SHA-256 (hex) of each trust anchor, the primary first (reported by /healthz).
         package var trustAnchorFingerprints: [String] = []
+        /// Each trusted root as `/healthz` describes it: fingerprint, role, whether it is Apple's, subject.
+        package var trustedRoots: [TrustedRoot] = []
         /// False when `--apple-receipt-url` replaces Apple's receipt hosts (reported by /healthz).
         package var exchangesReceiptsWithApple = true
         package var version: String
@@ -91,5 +93,19 @@ package enum AttestAPI {
                     metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),
             ],
             answerDeadline: settings.lookupDeadline)
+    }
+}
+
+/// A root attestations may chain to, as operators see it (`/healthz`, `attestd_trust_anchor_info`).
+package struct TrustedRoot: Sendable, Equatable {
+    package let sha256: String
+    /// `primary` (`--trust-anchor`, or Apple's by default) or `additional` (`--additional-root`).
+    package let role: String
+    /// Whether it is Apple's App Attestation Root CA (by fingerprint).
+    package let apple: Bool
+    package let subject: String
+
+    package init(sha256: String, role: String, apple: Bool, subject: String) {
+        (self.sha256, self.role, self.apple, self.subject) = (sha256, role, apple, subject)
     }
 }

@@ -19,7 +19,7 @@ package struct IPNetwork: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether the textual address `text` lies in this network (IPv4 and IPv6 never match each other).
-    func contains(_ text: String) -> Bool {
+    package func contains(_ text: String) -> Bool {
         guard let bytes = Self.bytes(text), bytes.count == address.count else { return false }
         return Self.masked(bytes, prefixLength) == address
     }

@@ -25,6 +25,10 @@ extension HTTPServer {
         /// (answered 408 and closed past it); also bounds a request line trickled into an open
         /// connection. 0 disables the deadline.
         package var requestDeadlineSeconds: UInt32
+        /// Addresses `perAddressConnectionLimit` does not cap (called on an MHD thread; keep it
+        /// quick): trusted proxies, which carry many clients' connections (their clients are
+        /// limited by address after the proxy's forwarded header). Nil: none.
+        package var uncappedAddress: (@Sendable (String) -> Bool)?
         /// Called (on an MHD thread; keep it quick) with the address of each connection refused by
         /// `perAddressConnectionLimit`.
         package var onRefusal: (@Sendable (String) -> Void)?
@@ -52,6 +56,7 @@ extension HTTPServer {
             self.perAddressConnectionLimit = perAddressConnectionLimit
             self.requestDeadlineSeconds = requestDeadlineSeconds
             self.onRefusal = nil
+            self.uncappedAddress = nil
         }
 
         /// The number of online processors (at least 1), the default thread count.

@@ -30,7 +30,9 @@ package final class HTTPServer: Sendable {
         let context = ServerContext(
             responder: responder, maximumBodyBytes: configuration.maximumBodyBytes,
             requestDeadline: .seconds(Int(configuration.requestDeadlineSeconds)),
-            addresses: ConnectionsPerAddress(limit: Int(configuration.perAddressConnectionLimit), onRefusal: configuration.onRefusal),
+            addresses: ConnectionsPerAddress(
+                limit: Int(configuration.perAddressConnectionLimit), uncapped: configuration.uncappedAddress,
+                onRefusal: configuration.onRefusal),
             overCapResponse: configuration.overCapResponse)
         // MHD_USE_ITC: MHD_quiesce_daemon needs it with internal polling threads.
         // MHD_ALLOW_SUSPEND_RESUME: connections parked for a deferred answer (`DeferredResponse`).

@@ -71,15 +71,20 @@ final class ConnectionsPerAddress: Sendable {
     private let open = Mutex<[String: Int]>([:])
     let refused = Atomic<Int>(0)
     private let onRefusal: (@Sendable (String) -> Void)?
+    private let uncapped: (@Sendable (String) -> Bool)?
 
-    init(limit: Int, onRefusal: (@Sendable (String) -> Void)?) {
+    init(limit: Int, uncapped: (@Sendable (String) -> Bool)? = nil, onRefusal: (@Sendable (String) -> Void)?) {
         self.limit = limit
+        self.uncapped = uncapped
         self.onRefusal = onRefusal
     }
 
+    /// Whether connections from `address` are counted at all.
+    private func caps(_ address: String) -> Bool { limit > 0 && uncapped?(address) != true }
+
     /// Whether libmicrohttpd should keep a connection from `address` at all (under twice the cap).
     func admits(_ address: String) -> Bool {
-        guard limit > 0 else { return true }
+        guard caps(address) else { return true }
         let admitted = open.withLock { ($0[address] ?? 0) < 2 * limit }
         if !admitted { refuse(address) }
         return admitted
@@ -87,7 +92,7 @@ final class ConnectionsPerAddress: Sendable {
 
     /// Counts a connection MHD kept; true when it is over the cap and its first request is to be refused.
     func opened(_ address: String) -> Bool {
-        guard limit > 0 else { return false }
+        guard caps(address) else { return false }
         let count = open.withLock { table in
             table[address, default: 0] += 1
             return table[address] ?? 0
@@ -98,7 +103,7 @@ final class ConnectionsPerAddress: Sendable {
     }
 
     func closed(_ address: String) {
-        guard limit > 0 else { return }
+        guard caps(address) else { return }
         open.withLock { table in
             let count = (table[address] ?? 1) - 1
             table[address] = count > 0 ? count : nil

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestHTTP
 import AttestObservability
 import Foundation
 
@@ -31,10 +32,32 @@ extension Application {
         return root
     }
 
-    /// `attestd_trust_anchor_not_after_seconds` for each anchor, by fingerprint and role: fixed
-    /// for the process's life, so written once at start.
-    static func anchorMetrics(_ anchors: [TrustAnchor]) -> PrometheusText {
+    /// Each anchor as operators see it: the first is the primary, any other an additional root.
+    static func trustedRoots(_ anchors: [TrustAnchor]) -> [TrustedRoot] {
+        anchors.enumerated().map { index, anchor in
+            TrustedRoot(
+                sha256: anchor.sha256Hex, role: index == 0 ? "primary" : "additional", apple: anchor.isAppleRoot,
+                subject: anchor.certificate.subject)
+        }
+    }
+
+    /// What the metrics say of the anchors, fixed for the process's life so written once at start:
+    /// `attestd_trust_anchor_info` (each root: Apple's or not, its subject), `attestd_insecure_test_mode`,
+    /// and `attestd_trust_anchor_not_after_seconds` for each anchor, by fingerprint and role.
+    static func anchorMetrics(_ anchors: [TrustAnchor], testMode: Bool) -> PrometheusText {
         var out = PrometheusText()
+        out.family(
+            "attestd_trust_anchor_info", .gauge,
+            help: "1 for each root attestations may chain to: its fingerprint, role, whether it is Apple's, and its subject.")
+        for root in trustedRoots(anchors) {
+            out.sample(
+                "attestd_trust_anchor_info",
+                ["sha256": root.sha256, "role": root.role, "apple": root.apple ? "true" : "false", "subject": root.subject], 1)
+        }
+        out.family(
+            "attestd_insecure_test_mode", .gauge,
+            help: "1 when the node runs with --insecure-test-mode (its clock and challenges can be set by any local caller).")
+        out.sample("attestd_insecure_test_mode", testMode ? 1 : 0)
         out.family(
             "attestd_trust_anchor_not_after_seconds", .gauge,
             help: "Unix time at which each attestation trust anchor expires: past the last one no new device can attest.")

@@ -177,13 +177,14 @@ package final class Application: Sendable {
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
-        let anchorMetrics = Self.anchorMetrics(verifier.anchors).text
+        let anchorMetrics = Self.anchorMetrics(verifier.anchors, testMode: configuration.insecureTestMode).text
         var settings = AttestAPI.Settings(
             gatewaySecrets: secrets, trustsAppleRoot: anchor.isAppleRoot, version: version,
             storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
             limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
+        settings.trustedRoots = Self.trustedRoots(verifier.anchors)
         let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
         let listener = ListenerGauges()
         self.listener = listener

@@ -34,6 +34,12 @@ package final class Server: Sendable {
             requestDeadlineSeconds: UInt32(configuration.requestDeadlineSeconds))
         httpConfiguration.threads = configuration.workerThreads
         httpConfiguration.overCapResponse = AttestAPI.overConnectionCapResponse
+        // A trusted proxy carries many clients: it is not capped as one (its clients' rates are
+        // limited by the address it forwards).
+        let proxies = configuration.trustedProxies.compactMap(IPNetwork.init)
+        if !proxies.isEmpty {
+            httpConfiguration.uncappedAddress = { address in proxies.contains { $0.contains(address) } }
+        }
         let refusals = RefusalLog(logger: logger)
         let metrics = application.metrics
         httpConfiguration.onRefusal = { address in

@@ -150,6 +150,18 @@ struct APITests {
         #expect(metrics.contains(#"attestd_connections_refused_total{reason="per_address"} \#(1 + refusedMeanwhile)"#))
     }
 
+    @Test("a trusted proxy is not capped as one client: its connections past --connections-per-address are served")
+    func trustedProxyNotCapped() throws {
+        let world = try HTTPWorld {
+            $0.connectionsPerAddress = 1
+            $0.trustedProxies = ["127.0.0.1/32"]
+        }
+        let clients = try (0..<4).map { _ in try world.client() }
+        for client in clients { #expect(try client.request("GET", "/healthz").status == 200) }
+        let metrics = try world.client().request("GET", "/metrics").text
+        #expect(metrics.contains(#"attestd_connections_refused_total{reason="per_address"} 0"#))
+    }
+
     /// GET /metrics once the held connection's close has reached the server (a new one is admitted),
     /// with how many tries were refused before: answered 503, or closed at accept while the
     /// server still counted the closed connections (past twice the cap; counted all the same).

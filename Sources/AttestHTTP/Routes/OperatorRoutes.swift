@@ -36,6 +36,14 @@ struct OperatorRoutes: Sendable {
         let anchors = settings.trustAnchorFingerprints
         if let primary = anchors.first { members.append(("trust_anchor_sha256", primary)) }
         if anchors.count > 1 { members.append(("additional_root_sha256", anchors[1])) }
+        members.append(
+            (
+                "trust_anchors",
+                JSONValue.array(
+                    settings.trustedRoots.map { root in
+                        JSONValue.object([("sha256", root.sha256), ("role", root.role), ("apple", root.apple), ("subject", root.subject)])
+                    })
+            ))
         members += [
             ("apple_receipt_url", settings.exchangesReceiptsWithApple ? "apple" : "custom (test only)"),
             ("test_mode", settings.testClock != nil), ("storage", settings.storage), ("version", settings.version),
