@@ -45,8 +45,8 @@ package struct IntegrationAdmin: Sendable {
         guard Self.isValidIdentifier(workspaceID) else {
             throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
         }
-        guard !name.isEmpty, name.count <= 200, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-            throw ServiceError.invalidIntegration(.name, "name must be 1 to 200 printable characters")
+        if let problem = AdminName.problem(name, maximumCharacters: 200) {
+            throw ServiceError.invalidIntegration(.name, "name \(problem)")
         }
         guard (1...Self.maximumBundleIDs).contains(bundleIDs.count) else {
             throw ServiceError.invalidIntegration(.bundleIDCount, "an integration has 1 to \(Self.maximumBundleIDs) bundle IDs")

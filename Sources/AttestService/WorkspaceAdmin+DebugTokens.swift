@@ -115,11 +115,9 @@ extension WorkspaceAdmin {
     static let debugTokenNotFound = ServiceError(
         .debugTokenNotFound, .debugTokenNotFound, "no debug token has this ID for this integration")
 
-    /// A name an admin gives a key or a debug token: 1 to 100 printable characters.
+    /// A name an admin gives a key or a debug token: `AdminName`'s rule, up to 100 characters.
     static func requireValidName(_ name: String) throws(ServiceError) {
-        guard !name.isEmpty, name.count <= 100, name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
-            throw ServiceError.malformed(.field(.name), "name must be 1 to 100 printable characters")
-        }
+        if let problem = AdminName.problem(name, maximumCharacters: 100) { throw ServiceError.malformed(.field(.name), "name \(problem)") }
     }
 }
 

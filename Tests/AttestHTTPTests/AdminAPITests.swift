@@ -136,6 +136,19 @@ struct AdminAPITests {
             #expect(tooMany.status == 400 && W.body(tooMany)["reason"] as? String == "bundle_id_count")
             let none = world.call("POST", "/admin/v1/integrations", key: key, json: #"{"name":"A","team_id":"ABCDE12345","bundle_ids":[]}"#)
             #expect(none.status == 400)
+            // A bidirectional override, a C1 control (JSON escapes, as a browser sends them) and a
+            // key name over its bytes: 400 naming the field, and nothing made.
+            let spoofed = world.call(
+                "POST", "/admin/v1/integrations", key: key,
+                json: #"{"name":"\u202Egnp.exe","team_id":"ABCDE12345","bundle_ids":["com.example.a"]}"#)
+            #expect(spoofed.status == 400 && W.body(spoofed)["reason"] as? String == "name")
+            let owner = try world.key(.owner)
+            let control = world.call("POST", "/admin/v1/keys", key: owner, json: #"{"name":"Mallory\u0085","role":"user"}"#)
+            #expect(control.status == 400 && W.body(control)["reason"] as? String == "name")
+            let bomb = String(repeating: #"e\u0301\u0302\u0303\u0304"#, count: 100)
+            let heavy = world.call("POST", "/admin/v1/keys", key: owner, json: #"{"name":"\#(bomb)","role":"user"}"#)
+            #expect(heavy.status == 400 && W.body(heavy)["reason"] as? String == "name")
+            #expect(try world.world.app.store.integrations().allSatisfy { !$0.name.unicodeScalars.contains("\u{202E}") })
             let good = world.call(
                 "POST", "/admin/v1/integrations", key: key,
                 json:
