@@ -12,7 +12,10 @@ public import Foundation
 /// Later calls return the token from memory while more than the renewal margin of its life
 /// remains, then refresh it by assertion (a challenge, an assertion, `/v1/token`); a client made
 /// after an app restart finds the key in its `KeyIDStore` and refreshes by assertion too. Any
-/// number of concurrent calls share one attestation or refresh. Nothing is logged.
+/// number of concurrent calls share one attestation or refresh. Nothing is logged unless
+/// `Configuration.log` is set. Make one client for the app's lifetime and share it (a `static let`):
+/// two clients of one key store take turns and never attest two keys (`KeyCoordination`), but
+/// each keeps its own token. A build that cannot attest uses `init(configuration:debugToken:)`.
 public actor AttestClient {
     /// Where attestd is and who the app is.
     public struct Configuration: Sendable {
