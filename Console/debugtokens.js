@@ -2,7 +2,7 @@
 // previews, CI). Developers and above create them (the secret shown once, with a copy button) and
 // revoke them (every access token a debug token minted stops working at once); anyone reads the list.
 import { api, APIError } from "./api.js";
-import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
 import { header, path, guarded } from "./integrations.js";
 
 const lifetimes = [["1 day", 86400], ["7 days", 7 * 86400], ["30 days", 30 * 86400], ["90 days", 90 * 86400]];
@@ -37,20 +37,12 @@ function createForm(session, clientID) {
     }
     try {
       const made = await api.post(path(clientID, "/debug-tokens"), { name: name.value.trim(), expires_in: Number(lifetime.value) });
-      const secret = h("input", { id: "new-debug-token", readonly: true, value: made.secret, class: "code",
-        "aria-label": "The new debug token" });
-      const copy = h("button", { type: "button", class: "quiet", id: "copy-debug-token", "aria-label": "Copy the new debug token" }, "Copy");
-      copy.addEventListener("click", async () => {
-        try { await navigator.clipboard.writeText(made.secret); } catch { secret.select(); document.execCommand("copy"); }
-        toast("Debug token copied.");
-      });
       await debugTokensScreen(session, clientID);
-      document.getElementById("issued-debug-token").replaceChildren(
-        h("p", { class: "notice" }, `Debug token ${made.name}, until ${when(made.expires_at)}. Copy it now: it is shown only once. `
-          + "Keep it out of source control and release builds: pass it to CI as a secret."),
-        h("div", { class: "copyable" }, secret, copy));
-      secret.focus();
-      secret.select();
+      showSecretOnce("issued-debug-token", {
+        notice: `Debug token ${made.name}, until ${when(made.expires_at)}. Copy it now: it is shown only once. `
+          + "Keep it out of source control and release builds: pass it to CI as a secret.",
+        value: made.secret, id: "new-debug-token", label: "The new debug token", copyID: "copy-debug-token", copied: "Debug token copied.",
+      });
     } catch (failure) {
       if (failure instanceof APIError && failure.status === 401) location.reload();
       else error.textContent = failure.message;

@@ -92,3 +92,20 @@ export function confirmDialog({ title, body, action, typed, label }) {
     (typed !== undefined ? input : document.getElementById("confirm-cancel")).focus();
   });
 }
+
+/**
+ * Shows a new secret once in the element `where` (by id): `notice`, then the secret in a read-only
+ * field (`id`, labelled `label`) with a Copy button (`copyID`) that toasts `copied`; focuses and
+ * selects it. The console never shows it again: attestd keeps only its hash.
+ */
+export function showSecretOnce(where, { notice, value, id, label, copyID, copied }) {
+  const secret = h("input", { id, readonly: true, value, class: "code", "aria-label": label });
+  const copy = h("button", { type: "button", class: "quiet", id: copyID, "aria-label": `Copy ${label.replace(/^The /, "the ")}` }, "Copy");
+  copy.addEventListener("click", async () => {
+    try { await navigator.clipboard.writeText(value); } catch { secret.select(); document.execCommand("copy"); }
+    toast(copied);
+  });
+  document.getElementById(where).replaceChildren(h("p", { class: "notice" }, notice), h("div", { class: "copyable" }, secret, copy));
+  secret.focus();
+  secret.select();
+}

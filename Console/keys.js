@@ -1,6 +1,6 @@
 // Admin keys (owners): the workspace's keys, a new key shown once, revocation.
 import { api, APIError } from "./api.js";
-import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
 
 const roles = ["user", "developer", "admin", "owner", "primary_owner"];
 const label = (role) => role.replace("_", " ");
@@ -23,7 +23,7 @@ export async function keysScreen(session) {
     h("div", { class: "field" }, h("label", { for: "key-name" }, "Name"), name,
       h("p", { class: "help" }, "Who will hold it: the audit log names every change after it.")),
     h("div", { class: "field" }, h("label", { for: "key-role" }, "Role"), role,
-      h("p", { class: "help" }, "Users and developers read; admins change integrations; owners also manage keys.")),
+      h("p", { class: "help" }, "Users read; developers also make debug tokens; admins change integrations; owners also manage keys.")),
     error,
     h("div", { class: "actions start" }, h("button", { type: "submit", id: "create-key" }, "Create key")),
     issued);
@@ -37,18 +37,11 @@ export async function keysScreen(session) {
     }
     try {
       const made = await api.post("/admin/v1/keys", { name: name.value.trim(), role: role.value });
-      const secret = h("input", { id: "new-key", readonly: true, value: made.key, class: "code", "aria-label": "The new admin key" });
-      const copy = h("button", { type: "button", class: "quiet", id: "copy-new-key", "aria-label": "Copy the new admin key" }, "Copy");
-      copy.addEventListener("click", async () => {
-        try { await navigator.clipboard.writeText(made.key); } catch { secret.select(); document.execCommand("copy"); }
-        toast("Admin key copied.");
-      });
       await keysScreen(session);
-      document.getElementById("issued-key").replaceChildren(
-        h("p", { class: "notice" }, `Key for ${made.name} (${label(made.role)}). Copy it now: it is shown only once.`),
-        h("div", { class: "copyable" }, secret, copy));
-      secret.focus();
-      secret.select();
+      showSecretOnce("issued-key", {
+        notice: `Key for ${made.name} (${label(made.role)}). Copy it now: it is shown only once.`,
+        value: made.key, id: "new-key", label: "The new admin key", copyID: "copy-new-key", copied: "Admin key copied.",
+      });
     } catch (failure) {
       error.textContent = failure.message;
     }

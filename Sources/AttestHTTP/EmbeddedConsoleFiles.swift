@@ -315,7 +315,7 @@ dialog ul { padding-left: 20px; }
 // previews, CI). Developers and above create them (the secret shown once, with a copy button) and
 // revoke them (every access token a debug token minted stops working at once); anyone reads the list.
 import { api, APIError } from "./api.js";
-import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
 import { header, path, guarded } from "./integrations.js";
 
 const lifetimes = [["1 day", 86400], ["7 days", 7 * 86400], ["30 days", 30 * 86400], ["90 days", 90 * 86400]];
@@ -350,20 +350,12 @@ function createForm(session, clientID) {
     }
     try {
       const made = await api.post(path(clientID, "/debug-tokens"), { name: name.value.trim(), expires_in: Number(lifetime.value) });
-      const secret = h("input", { id: "new-debug-token", readonly: true, value: made.secret, class: "code",
-        "aria-label": "The new debug token" });
-      const copy = h("button", { type: "button", class: "quiet", id: "copy-debug-token", "aria-label": "Copy the new debug token" }, "Copy");
-      copy.addEventListener("click", async () => {
-        try { await navigator.clipboard.writeText(made.secret); } catch { secret.select(); document.execCommand("copy"); }
-        toast("Debug token copied.");
-      });
       await debugTokensScreen(session, clientID);
-      document.getElementById("issued-debug-token").replaceChildren(
-        h("p", { class: "notice" }, `Debug token ${made.name}, until ${when(made.expires_at)}. Copy it now: it is shown only once. `
-          + "Keep it out of source control and release builds: pass it to CI as a secret."),
-        h("div", { class: "copyable" }, secret, copy));
-      secret.focus();
-      secret.select();
+      showSecretOnce("issued-debug-token", {
+        notice: `Debug token ${made.name}, until ${when(made.expires_at)}. Copy it now: it is shown only once. `
+          + "Keep it out of source control and release builds: pass it to CI as a secret.",
+        value: made.secret, id: "new-debug-token", label: "The new debug token", copyID: "copy-debug-token", copied: "Debug token copied.",
+      });
     } catch (failure) {
       if (failure instanceof APIError && failure.status === 401) location.reload();
       else error.textContent = failure.message;
@@ -512,6 +504,23 @@ export function confirmDialog({ title, body, action, typed, label }) {
     dialog.showModal();
     (typed !== undefined ? input : document.getElementById("confirm-cancel")).focus();
   });
+}
+
+/**
+ * Shows a new secret once in the element `where` (by id): `notice`, then the secret in a read-only
+ * field (`id`, labelled `label`) with a Copy button (`copyID`) that toasts `copied`; focuses and
+ * selects it. The console never shows it again: attestd keeps only its hash.
+ */
+export function showSecretOnce(where, { notice, value, id, label, copyID, copied }) {
+  const secret = h("input", { id, readonly: true, value, class: "code", "aria-label": label });
+  const copy = h("button", { type: "button", class: "quiet", id: copyID, "aria-label": `Copy ${label.replace(/^The /, "the ")}` }, "Copy");
+  copy.addEventListener("click", async () => {
+    try { await navigator.clipboard.writeText(value); } catch { secret.select(); document.execCommand("copy"); }
+    toast(copied);
+  });
+  document.getElementById(where).replaceChildren(h("p", { class: "notice" }, notice), h("div", { class: "copyable" }, secret, copy));
+  secret.focus();
+  secret.select();
 }
 
 """#),
@@ -817,7 +826,7 @@ export async function devicesScreen(session, clientID) {
         ("keys.js", "text/javascript; charset=utf-8", #"""
 // Admin keys (owners): the workspace's keys, a new key shown once, revocation.
 import { api, APIError } from "./api.js";
-import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
 
 const roles = ["user", "developer", "admin", "owner", "primary_owner"];
 const label = (role) => role.replace("_", " ");
@@ -840,7 +849,7 @@ export async function keysScreen(session) {
     h("div", { class: "field" }, h("label", { for: "key-name" }, "Name"), name,
       h("p", { class: "help" }, "Who will hold it: the audit log names every change after it.")),
     h("div", { class: "field" }, h("label", { for: "key-role" }, "Role"), role,
-      h("p", { class: "help" }, "Users and developers read; admins change integrations; owners also manage keys.")),
+      h("p", { class: "help" }, "Users read; developers also make debug tokens; admins change integrations; owners also manage keys.")),
     error,
     h("div", { class: "actions start" }, h("button", { type: "submit", id: "create-key" }, "Create key")),
     issued);
@@ -854,18 +863,11 @@ export async function keysScreen(session) {
     }
     try {
       const made = await api.post("/admin/v1/keys", { name: name.value.trim(), role: role.value });
-      const secret = h("input", { id: "new-key", readonly: true, value: made.key, class: "code", "aria-label": "The new admin key" });
-      const copy = h("button", { type: "button", class: "quiet", id: "copy-new-key", "aria-label": "Copy the new admin key" }, "Copy");
-      copy.addEventListener("click", async () => {
-        try { await navigator.clipboard.writeText(made.key); } catch { secret.select(); document.execCommand("copy"); }
-        toast("Admin key copied.");
-      });
       await keysScreen(session);
-      document.getElementById("issued-key").replaceChildren(
-        h("p", { class: "notice" }, `Key for ${made.name} (${label(made.role)}). Copy it now: it is shown only once.`),
-        h("div", { class: "copyable" }, secret, copy));
-      secret.focus();
-      secret.select();
+      showSecretOnce("issued-key", {
+        notice: `Key for ${made.name} (${label(made.role)}). Copy it now: it is shown only once.`,
+        value: made.key, id: "new-key", label: "The new admin key", copyID: "copy-new-key", copied: "Admin key copied.",
+      });
     } catch (failure) {
       error.textContent = failure.message;
     }

@@ -366,30 +366,12 @@ func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
 
 @Suite("attestd, a port held by another process")
 struct BusyPortTests {
-    /// A socket listening on a free loopback port (held until the returned descriptor is closed).
-    static func occupiedPort() throws -> (descriptor: Int32, port: UInt16) {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &address) {
-            bind(descriptor, UnsafeRawPointer($0).assumingMemoryBound(to: sockaddr.self), length)
-        }
-        guard descriptor >= 0, bound == 0, listen(descriptor, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
-        _ = withUnsafeMutablePointer(to: &address) {
-            getsockname(descriptor, UnsafeMutableRawPointer($0).assumingMemoryBound(to: sockaddr.self), &length)
-        }
-        return (descriptor, UInt16(bigEndian: address.sin_port))
-    }
-
     @Test(
         "a busy device port or a busy admin port exits 75 (EX_TEMPFAIL, which the unit restarts), naming the flag",
         arguments: ["--listen", "--admin-listen"])
     func busyPortIsTransient(flag: String) throws {
-        let (descriptor, port) = try Self.occupiedPort()
-        defer { close(descriptor) }
-        let busy = "127.0.0.1:\(port)"
+        let held = try SilentListener()
+        let busy = "127.0.0.1:\(held.port)"
         let arguments =
             flag == "--listen" ? ["--listen", busy, "--admin-listen", "off"] : ["--listen", "127.0.0.1:0", "--admin-listen", busy]
         let attestd = try AttestdProcess(arguments: arguments, directory: try temporaryDirectory())
@@ -397,5 +379,6 @@ struct BusyPortTests {
         #expect(status == 75, "\(log)")
         #expect(log.contains("cannot listen on \(busy)"))
         #expect(flag == "--listen" || log.contains("(--admin-listen)"))
+        withExtendedLifetime(held) {}
     }
 }
