@@ -92,7 +92,7 @@ extension WorkspaceAdmin {
     ) throws(ServiceError) -> IssuedDebugToken {
         try require(principal, Self.debugTokenRole, to: "create debug tokens")
         let integration = try owned(principal, clientID)
-        return try createDebugToken(clientID: integration.clientID, name: name, lifetime: lifetime, actor: principal.name)
+        return try createDebugToken(clientID: integration.clientID, name: name, lifetime: lifetime, actor: principal.actor)
     }
 
     /// The debug tokens of an integration of the principal's workspace.
@@ -107,7 +107,7 @@ extension WorkspaceAdmin {
         let integration = try owned(principal, clientID)
         guard let token = try stored({ () throws(StorageError) in try store.debugToken(id: id) }), token.clientID == integration.clientID
         else { throw Self.debugTokenNotFound }
-        guard try revokeDebugToken(id: token.id, actor: principal.name) != nil else {
+        guard try revokeDebugToken(id: token.id, actor: principal.actor) != nil else {
             throw Self.debugTokenNotFound
         }
     }

@@ -37,7 +37,15 @@ extension WorkspaceAdmin {
         let audit = AuditNote<Void>(
             at: record.createdAt, actor: actor, action: .adminKeyCreate, target: record.id, workspaceID: workspaceID
         ) { _ in "role \(role.rawValue), name \(name)" }
-        try stored { () throws(StorageError) in try store.insertAdminKey(record, audit: audit) }
+        do {
+            try store.insertAdminKey(record, audit: audit)
+        } catch  where error.code == .constraint {
+            // The ID and the hash are random: the one constraint a new key can meet is its name.
+            throw ServiceError.malformed(
+                .field(.name), "a live admin key of this workspace is already named '\(name)': choose another name")
+        } catch {
+            throw ServiceError.storage(error)
+        }
         logger?.log(
             .info, "admin key created",
             ["admin_key.id": .string(record.id), "workspace.id": .string(workspaceID), "role": .string(role.rawValue)])
@@ -76,7 +84,7 @@ extension WorkspaceAdmin {
         guard role <= principal.role else {
             throw ServiceError.forbiddenRole(principal.role, needs: role, to: "create a key of the \(role.rawValue) role")
         }
-        return try issueKey(workspaceID: principal.workspaceID, role: role, name: name, actor: principal.name)
+        return try issueKey(workspaceID: principal.workspaceID, role: role, name: name, actor: principal.actor)
     }
 
     /// Revokes a key of the owner's workspace whose role is no higher than the owner's own.
@@ -92,7 +100,7 @@ extension WorkspaceAdmin {
         guard key.role <= principal.role else {
             throw ServiceError.forbiddenRole(principal.role, needs: key.role, to: "revoke a key of the \(key.role.rawValue) role")
         }
-        guard try revoke(key, actor: principal.name) != nil else { throw ServiceError.adminKeyNotFound }
+        guard try revoke(key, actor: principal.actor) != nil else { throw ServiceError.adminKeyNotFound }
     }
 
     // MARK: Authentication
@@ -118,7 +126,7 @@ extension WorkspaceAdmin {
         let record = AdminSessionRecord(
             sessionHash: Digest.sha256(Array(secret.utf8)), keyID: principal.keyID, createdAt: now, expiresAt: now + Self.sessionSeconds)
         let audit = AuditNote<Void>(
-            at: now, actor: principal.name, action: .consoleSignIn, target: principal.keyID, workspaceID: principal.workspaceID
+            at: now, actor: principal.actor, action: .consoleSignIn, target: principal.keyID, workspaceID: principal.workspaceID
         ) { _ in "session until \(record.expiresAt)" }
         try stored { () throws(StorageError) in try store.insertAdminSession(record, audit: audit) }
         return AdminSession(principal: principal, secret: secret, expiresAt: record.expiresAt)

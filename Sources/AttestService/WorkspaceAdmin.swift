@@ -13,6 +13,10 @@ package struct AdminPrincipal: Sendable, Equatable {
     package let workspaceID: String
     package let role: AdminRole
 
+    /// Who acts, as audit rows and log lines name it: the key's name and its public ID, so that
+    /// two keys of one name (one revoked, one live) are told apart.
+    package var actor: String { "\(name) (\(keyID))" }
+
     /// The principal of a stored key.
     package init(_ key: AdminKeyRecord) {
         keyID = key.id
@@ -59,7 +63,7 @@ package struct WorkspaceAdmin: Sendable {
     /// The integration use cases acting as `principal`, auditing in its workspace under its name.
     func admin(_ principal: AdminPrincipal) -> IntegrationAdmin {
         IntegrationAdmin(
-            store: store, clock: clock, random: random, logger: logger, actor: principal.name, workspaceID: principal.workspaceID)
+            store: store, clock: clock, random: random, logger: logger, actor: principal.actor, workspaceID: principal.workspaceID)
     }
 
     /// Refuses a principal whose role is below `needed`.

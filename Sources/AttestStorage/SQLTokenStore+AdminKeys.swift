@@ -3,6 +3,13 @@
 extension SQLTokenStore {
     package func insertAdminKey(_ key: AdminKeyRecord, audit: AuditNote<Void>?) throws(StorageError) {
         try perform(.transaction) { session throws(StorageError) in
+            // A live key's name is unique in its workspace (audit rows name keys by it); checked
+            // under the workspace's keys' lock of this transaction (SQLite's writer; PostgreSQL:
+            // the advisory lock below), so two creations cannot both pass.
+            try session.run(AdminKeySQL.lockWorkspaceKeys, [.text(key.workspaceID)])
+            guard try session.count(AdminKeySQL.liveNamed, [.text(key.workspaceID), .text(key.name)]) == 0 else {
+                throw .constraint("a live admin key of this workspace has this name")
+            }
             try session.run(AdminKeySQL.insertKey, key.storedValues)
             try Self.audit(audit, (), in: session)
         }
@@ -97,6 +104,11 @@ enum AdminKeySQL {
         inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE workspace_id = ? ORDER BY \(byIssue)")
     static let allKeys = SQLStatement(
         inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys ORDER BY workspace_id, \(byIssue)")
+    static let liveNamed = SQLStatement("SELECT count(*) FROM admin_keys WHERE workspace_id = ? AND name = ? AND revoked_at IS NULL")
+    /// Serialises the creation of a workspace's keys on PostgreSQL (a transaction-scoped advisory
+    /// lock on the workspace's name); SQLite's writer transaction holds its one lock already.
+    static let lockWorkspaceKeys = SQLStatement(
+        sqlite: "SELECT ?1 IS NULL", postgresql: "SELECT pg_advisory_xact_lock(hashtextextended('admin-keys:' || $1, 0))")
     static let lockKey = SQLStatement("SELECT revoked_at FROM admin_keys WHERE id = ?", forPostgreSQL: " FOR UPDATE")
     static let revokeKey = SQLStatement("UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
     static let deleteSessionsOfKey = SQLStatement("DELETE FROM admin_sessions WHERE key_id = ?")

@@ -190,17 +190,26 @@ struct AdminAPITests {
         try await offThePool {
             let world = try AdminWorld(listening: false)
             let key = try world.key(.admin, name: "Dana (laptop)")
+            let keyID = try #require(try world.world.app.store.adminKeys(workspaceID: W.workspace).first { $0.name == "Dana (laptop)" }).id
+            let actor = "Dana (laptop) (\(keyID))"
             let target = try world.integration()
             _ = world.call("POST", "/admin/v1/integrations/\(target.clientID)/suspend", key: key, json: "{}")
             _ = world.call(
                 "POST", "/admin/v1/integrations/\(target.clientID)/revoke", key: key, json: #"{"confirm":"\#(target.clientID)"}"#)
             let entries = W.body(world.call("GET", "/admin/v1/audit", key: key))["entries"] as? [[String: Any]] ?? []
-            let mine = entries.filter { $0["actor"] as? String == "Dana (laptop)" }
+            // Named by the key's name and its ID: two keys of one name (one revoked) are told apart.
+            let mine = entries.filter { $0["actor"] as? String == actor }
             #expect(mine.map { $0["action"] as? String } == ["integration.suspend", "integration.revoke"])
             #expect(mine.allSatisfy { $0["target"] as? String == target.clientID && $0["at"] is Int })
             // Every request's log line names the key, reads too.
             let lines = world.world.sink.all.split(separator: "\n").filter { $0.contains("\"route\":\"admin_audit\"") }
-            #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("\"actor\":\"Dana (laptop)\"") })
+            #expect(!lines.isEmpty && lines.allSatisfy { $0.contains("\"actor\":\"\(actor)\"") })
+            // A live key's name is unique in its workspace; a revoked key's name may be given again.
+            let owner = try world.key(.owner)
+            let twin = world.call("POST", "/admin/v1/keys", key: owner, json: #"{"name":"Dana (laptop)","role":"user"}"#)
+            #expect(twin.status == 400 && W.body(twin)["reason"] as? String == "name")
+            #expect(try world.admin.revokeKey(id: keyID, actor: "test") == true)
+            #expect(world.call("POST", "/admin/v1/keys", key: owner, json: #"{"name":"Dana (laptop)","role":"user"}"#).status == 201)
         }
     }
 

@@ -6,6 +6,7 @@ import AttestService
 import AttestStorage
 import AttestTesting
 import Foundation
+import Synchronization
 import Testing
 
 /// An `HTTPWorld` with admin keys: the admin API called through the admin router (no socket),
@@ -15,6 +16,7 @@ final class AdminWorld {
     /// The workspace of `world.integration`.
     static let workspace = "ws_http"
     static let otherWorkspace = "ws_other"
+    static let keyNumber = Atomic<Int>(0)
 
     init(listening: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         world = try HTTPWorld(listening: listening, configure: configure)
@@ -24,7 +26,9 @@ final class AdminWorld {
 
     /// A new key's secret.
     func key(_ role: AdminRole, workspace: String = AdminWorld.workspace, name: String? = nil) throws -> String {
-        try admin.issueKey(workspaceID: workspace, role: role, name: name ?? "\(role.rawValue) key", actor: "setup (test)").secret
+        // A live key's name is unique in its workspace: unnamed keys get a number each.
+        let name = name ?? "\(role.rawValue) key \(AdminWorld.keyNumber.add(1, ordering: .relaxed).newValue)"
+        return try admin.issueKey(workspaceID: workspace, role: role, name: name, actor: "setup (test)").secret
     }
 
     /// An integration in `workspace`, made as attestctl would.

@@ -1,5 +1,7 @@
 import AttestStorage
 import AttestTesting
+import Foundation
+import Synchronization
 import Testing
 
 /// The admin keys and console sessions on both stores: lookups by hash skip revoked keys, a
@@ -18,6 +20,31 @@ struct AdminKeyStoreTests {
         IntegrationRecord(
             clientID: clientID, workspaceID: workspace, name: clientID, teamID: "ABCDE12345", bundleIDs: ["com.example.a"],
             environments: [.production], status: .active, createdAt: time, revokedAt: nil)
+    }
+
+    @Test(
+        "a live key's name is unique in its workspace, racing creations included; a revoked key's name, or another workspace's, is free",
+        arguments: StoreBackend.available)
+    func uniqueLiveNames(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let stores = try (0..<4).map { _ in try location.open(at: Self.time) }
+        let named: @Sendable (String, UInt8, String) -> AdminKeyRecord = { id, byte, workspace in
+            var key = Self.key(id, byte, workspace: workspace)
+            key.name = "Dana"
+            return key
+        }
+        let inserted = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { index in
+            if (try? stores[index % 4].insertAdminKey(named("admk_r\(index)", UInt8(10 + index), "ws_a"), audit: nil)) != nil {
+                inserted.withLock { $0 += 1 }
+            }
+        }
+        #expect(inserted.withLock { $0 } == 1)
+        #expect(throws: StorageError.self) { try stores[0].insertAdminKey(named("admk_x", 30, "ws_a"), audit: nil) }
+        try stores[0].insertAdminKey(named("admk_other", 31, "ws_b"), audit: nil)
+        let live = try #require(try stores[0].adminKeys(workspaceID: "ws_a").first)
+        #expect(try stores[0].revokeAdminKey(id: live.id, at: Self.time, audit: nil) == true)
+        try stores[0].insertAdminKey(named("admk_again", 32, "ws_a"), audit: nil)
     }
 
     @Test("a revoked key is not found by its hash, and its sessions end with it", arguments: StoreBackend.available)

@@ -43,7 +43,7 @@ struct ConsoleRoutes: Sendable {
         } catch {
             throw Problem(error)
         }
-        context.log.actor = session.principal.name
+        context.log.actor = session.principal.actor
         return JSONBody.response(
             Self.members(session.principal, secret: session.secret, expiresAt: session.expiresAt),
             headers: [ConsoleCookie.set(session.secret, seconds: WorkspaceAdmin.sessionSeconds, secure: context.viaTLS)])
@@ -62,7 +62,7 @@ struct ConsoleRoutes: Sendable {
         } catch {
             throw Problem(error)
         }
-        context.log.actor = principal.name
+        context.log.actor = principal.actor
         return JSONBody.response(Self.members(principal, secret: secret, expiresAt: nil))
     }
 

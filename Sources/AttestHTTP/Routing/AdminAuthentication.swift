@@ -31,7 +31,7 @@ struct AdminAuthentication: RouterMiddleware {
             context.principal = principal
             context.session = session
         }
-        context.log.actor = context.principal?.name
+        context.log.actor = context.principal?.actor
     }
 
     /// The answer to a missing, malformed, unknown or revoked key and to a dead session alike.
