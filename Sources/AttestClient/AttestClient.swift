@@ -134,7 +134,7 @@ public actor AttestClient {
         if !keptTokenRead {
             // A relaunch needs no round trip while the token the key store kept is fresh.
             keptTokenRead = true
-            if cached == nil, let kept = try? keyStore.loadToken(scope: tokenScope), Self.isAccessToken(kept.value) {
+            if cached == nil, let kept = try? keyStore.loadToken(scope: tokenScope), ServiceConnection.isAccessToken(kept.value) {
                 cached = (kept, renewal(of: kept))
             }
         }
@@ -176,8 +176,6 @@ public actor AttestClient {
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { part in UInt8(part).map { String($0) == part } ?? false }
     }
-
-    private static func isAccessToken(_ value: String) -> Bool { ServiceConnection.isAccessToken(value) }
 
     /// What a kept token belongs to: this client ID at this attestd.
     private var tokenScope: String { "\(configuration.clientID) \(configuration.baseURL.absoluteString)" }

@@ -26,8 +26,10 @@ final class URLSessionTransport: Transport {
 
     init(configuration: URLSessionConfiguration, timeout: TimeInterval) {
         let configuration = configuration.copy() as? URLSessionConfiguration ?? .ephemeral
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.timeoutIntervalForResource = timeout
+        // Whole seconds, at least one: URL loading on Linux (libcurl) rounds a fraction down, and a
+        // timeout of 0 there ends every request at once. The watchdog holds the exact timeout.
+        configuration.timeoutIntervalForRequest = Self.wholeSeconds(timeout)
+        configuration.timeoutIntervalForResource = Self.wholeSeconds(timeout)
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil
         reader = AnswerReader()
@@ -39,7 +41,7 @@ final class URLSessionTransport: Transport {
 
     func send(_ request: URLRequest, timeout: TimeInterval) async throws -> (Data, HTTPURLResponse) {
         var request = request
-        request.timeoutInterval = timeout
+        request.timeoutInterval = Self.wholeSeconds(timeout)
         let task = session.dataTask(with: request)
         let reader = reader
         reader.register(task)
@@ -56,6 +58,8 @@ final class URLSessionTransport: Transport {
             reader.cancel(task)
         }
     }
+
+    private static func wholeSeconds(_ value: TimeInterval) -> TimeInterval { max(1, value.rounded(.up)) }
 
     private static func seconds(_ value: TimeInterval) -> String {
         value >= 1 ? "\(Int(value.rounded())) s" : "\(Int((value * 1000).rounded())) ms"

@@ -25,8 +25,9 @@ extension TokenService {
         }
         let now = clock.now()
         let hash = Digest.sha256(Array(secret.utf8))
+        // Found by the SHA-256 of the whole secret, an index probe that reveals nothing by its timing.
         guard let debugToken = try stored({ () throws(StorageError) in try store.debugToken(secretHash: hash) }),
-            ConstantTime.equals(debugToken.secretHash, hash), debugToken.clientID == clientID.text, debugToken.isLive(at: now)
+            debugToken.clientID == clientID.text, debugToken.isLive(at: now)
         else { throw Self.invalidDebugToken }
         try sharedLimit(.debugToken(id: debugToken.id), policy.debugTokenMints, now: now)
         let integration = try stored { () throws(StorageError) in try store.integration(clientID: debugToken.clientID) }

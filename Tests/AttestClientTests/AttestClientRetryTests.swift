@@ -280,4 +280,62 @@ struct AttestClientBoundsTests {
         #expect("\(AttestClientError.deviceBlocked)".contains("device_blocked"))
         #expect(AttestClientError.rateLimited(retryAfter: 2.5).localizedDescription.contains("retry in 3 s"))
     }
+
+    @Test("a redirection is not followed: the request's body goes nowhere else, and the 307 is attestd's refusal")
+    func redirectNotFollowed() async throws {
+        let world = try ClientWorld()
+        // Followed, the request would wait on the silent listener until its timeout (a transport error).
+        let elsewhere = try SilentListener()
+        let redirecting = try CannedServer(
+            answer: Array(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:\(elsewhere.port)/v1/debug-token\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .utf8))
+        let client = AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: URL(string: "http://127.0.0.1:\(redirecting.port)") ?? URL(fileURLWithPath: "/"),
+                clientID: world.integration.clientID,
+                retryBudget: 0, requestTimeout: 3),
+            debugToken: "dbg_" + String(repeating: "A", count: 43))
+        await #expect(throws: AttestClientError.rejected(status: 307, code: "", reason: "")) { _ = try await client.token() }
+    }
+
+    @Test("a client whose key's turn never comes (another process holds the lock file) ends its call within its deadline")
+    func turnWaitEnds() async throws {
+        let world = try ClientWorld()
+        let store = world.keyStore()
+        let lockFile = try #require(store.coordination.lockFile)
+        try FileManager.default.createDirectory(at: lockFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let descriptor = open(lockFile.path, O_RDWR | O_CREAT, 0o600)
+        #expect(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
+        defer { close(descriptor) }
+        let client = AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: world.baseURL, clientID: world.integration.clientID, retryBudget: 1, requestTimeout: 1),
+            device: try world.device(), keyStore: store)
+        let start = ContinuousClock.now
+        await #expect {
+            _ = try await client.token()
+        } throws: { error in
+            guard case .transport(let text)? = error as? AttestClientError else { return false }
+            return text.contains("did not finish")
+        }
+        #expect(seconds(since: start) < 1 + 1 + 2)
+        #expect(try world.requests("challenge") == 0)
+    }
+
+    @Test("no key is attested with under a second of the call left: Apple attests a key once, and it could not be sent")
+    func noAttestationWithoutTime() async throws {
+        let world = try ClientWorld()
+        let client = AttestClient(
+            configuration: AttestClient.Configuration(
+                baseURL: world.baseURL, clientID: world.integration.clientID, retryBudget: 0, requestTimeout: 0.8),
+            device: try world.device(), keyStore: world.keyStore())
+        await #expect {
+            _ = try await client.token()
+        } throws: { error in
+            guard case .transport(let text)? = error as? AttestClientError else { return false }
+            return text.contains("too little")
+        }
+        #expect(try world.requests("attest") == 0)
+    }
 }

@@ -100,6 +100,10 @@ struct DebugTokenTests {
             #expect(world.call("POST", path, key: outsider, json: #"{"name": "x"}"#).status == 404)
             let developer = try world.key(.developer)
             #expect(world.call("POST", path, key: developer, json: #"{"name": "x", "expires_in": 7776001}"#).status == 400)
+            let short = world.call("POST", path, key: developer, json: #"{"name": "x", "expires_in": 59}"#)
+            #expect(short.status == 400 && W.body(short)["reason"] as? String == "expires_in")
+            let unknown = world.call("DELETE", "\(path)/dbgt_0000000000000000", key: developer)
+            #expect(unknown.status == 404 && W.code(unknown) == "debug_token_not_found")
             let (id, _) = try Self.create(world, key: developer, clientID: home, json: #"{"name": "ninety days", "expires_in": 7776000}"#)
             #expect(world.call("DELETE", "\(path)/\(id)", key: outsider).status == 404)
             for index in 1..<WorkspaceAdmin.debugTokenLiveLimit {

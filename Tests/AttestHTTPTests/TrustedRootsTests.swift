@@ -3,7 +3,7 @@ import AttestTesting
 import Foundation
 import Testing
 
-/// What an operator sees of the roots a node trusts, and of test mode (issue 35, L6).
+/// What an operator sees of the roots a node trusts, and of test mode.
 @Suite("Trusted roots on /healthz and /metrics")
 struct TrustedRootsTests {
     @Test("each trusted root: its fingerprint, role, whether it is Apple's and its subject, on /healthz and /metrics")
