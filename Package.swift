@@ -1,14 +1,7 @@
 // swift-tools-version:6.0
 // attestd: App Attest verification and short-lived access tokens.
-// Arrows are one-way (see docs/ARCHITECTURE.md):
-//   COpenSSL -> AttestCrypto -> AttestCore -> AttestService -> AttestHTTP -> attestd
-//   CSQLite, CLibPQ -> AttestStorage -> AttestService -> AttestCLI -> attestctl
-//   CMicroHTTPD -> AttestHTTPServer -> AttestHTTP
-//   CLibCurl -> AttestAppleClient -> AttestReceipts (the receipt refresher) -> AttestHTTP
-//   AttestCore -> AttestSimulator (synthetic PKI and device, HTTP client, device flow) -> AttestCLI, attest-load
-//   AttestOptions (the one option parser, no dependencies) -> AttestHTTP, AttestCLI, attest-bench, attest-load
-//   AttestSimulator -> AttestTesting (fixtures, test stores) -> tests and attest-bench only; no product links it.
-//   AttestClient (the app's library: Foundation, and AttestCrypto on Linux only) -> AttestClientSimulator (with AttestSimulator)
+// Sources/ is grouped by role (Core, Server, CLI, Client, Tools, Testing, CShims); each target names its
+// folder. The target graph, one line per target, is docs/ARCHITECTURE.md's (scripts/check_architecture.py).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -33,50 +26,63 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian, each imported by exactly one Swift target.
-        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
-        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        .systemLibrary(name: "CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", path: "Sources/CShims/COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CShims/CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", path: "Sources/CShims/CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CLibPQ", path: "Sources/CShims/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CLibCurl", path: "Sources/CShims/CLibCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Migrations/<dialect>/*.sql and Console/*.html|css|js|svg are compiled into AttestStorage and AttestHTTP from
         // the sources scripts/embed writes (no build plugin: an app depending on AttestClient builds nothing of them).
 
         // The one shape of every module's error type (CodedError), below everything.
-        .target(name: "AttestErrors", swiftSettings: strict),
-        .target(name: "AttestCrypto", dependencies: ["COpenSSL", "AttestErrors"], swiftSettings: strict),
-        .target(name: "AttestCore", dependencies: ["AttestCrypto", "AttestErrors"], swiftSettings: strict),
+        .target(name: "AttestErrors", path: "Sources/Core/AttestErrors", swiftSettings: strict),
         .target(
-            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], swiftSettings: strict),
-        .target(name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestErrors"], swiftSettings: strict),
-        .target(name: "AttestOptions", swiftSettings: strict),
+            name: "AttestCrypto", dependencies: ["COpenSSL", "AttestErrors"], path: "Sources/Core/AttestCrypto", swiftSettings: strict),
+        .target(
+            name: "AttestCore", dependencies: ["AttestCrypto", "AttestErrors"], path: "Sources/Core/AttestCore", swiftSettings: strict),
+        .target(
+            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], path: "Sources/Server/AttestStorage",
+            swiftSettings: strict),
+        .target(
+            name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestErrors"], path: "Sources/Server/AttestHTTPServer",
+            swiftSettings: strict),
+        .target(name: "AttestOptions", path: "Sources/Server/AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.
-        .target(name: "AttestObservability", dependencies: ["AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestAppleClient", dependencies: ["CLibCurl", "AttestCrypto"], swiftSettings: strict),
-        .target(name: "AttestSimulator", dependencies: ["AttestCore", "AttestCrypto"], swiftSettings: strict),
+        .target(
+            name: "AttestObservability", dependencies: ["AttestCrypto"], path: "Sources/Server/AttestObservability", swiftSettings: strict),
+        .target(
+            name: "AttestAppleClient", dependencies: ["CLibCurl", "AttestCrypto"], path: "Sources/Server/AttestAppleClient",
+            swiftSettings: strict),
+        .target(
+            name: "AttestSimulator", dependencies: ["AttestCore", "AttestCrypto"], path: "Sources/Testing/AttestSimulator",
+            swiftSettings: strict),
         // The app's side, a library product: Foundation only, plus CryptoKit, DeviceCheck and Security on
         // Apple platforms; on Linux SHA-256 comes from AttestCrypto, so an app never builds the server's C libraries.
         .target(
             name: "AttestClient", dependencies: [.target(name: "AttestCrypto", condition: .when(platforms: [.linux]))],
-            swiftSettings: strict),
+            path: "Sources/Client/AttestClient", swiftSettings: strict),
         .target(
             name: "AttestClientSimulator", dependencies: ["AttestClient", "AttestCore", "AttestCrypto", "AttestSimulator"],
-            swiftSettings: strict),
+            path: "Sources/Client/AttestClientSimulator", swiftSettings: strict),
         // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
         .target(
-            name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"], swiftSettings: strict),
+            name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"],
+            path: "Sources/Testing/AttestTesting", swiftSettings: strict),
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestObservability", "AttestStorage"],
-            swiftSettings: strict),
+            path: "Sources/Server/AttestService", swiftSettings: strict),
         .target(
             name: "AttestReceipts",
             dependencies: ["AttestAppleClient", "AttestCore", "AttestCrypto", "AttestObservability", "AttestService", "AttestStorage"],
-            swiftSettings: strict),
+            path: "Sources/Server/AttestReceipts", swiftSettings: strict),
         // The HTTP API: router, middleware, routes by audience. No store, receipts or Apple client.
         .target(
             name: "AttestHTTP",
             dependencies: ["AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestObservability"],
-            swiftSettings: strict),
+            path: "Sources/Server/AttestHTTP", swiftSettings: strict),
         // The composition root: configuration, and the store, verifier, service, refresher, router and listener wired from it.
         .target(
             name: "AttestServer",
@@ -85,30 +91,35 @@ let package = Package(
                 "AttestReceipts",
                 "AttestService", "AttestStorage",
             ],
-            swiftSettings: strict),
+            path: "Sources/Server/AttestServer", swiftSettings: strict),
         .target(
             name: "AttestCLI",
             dependencies: [
                 "AttestCore", "AttestCrypto", "AttestObservability", "AttestService", "AttestStorage", "AttestSimulator", "AttestOptions",
             ],
-            swiftSettings: strict),
+            path: "Sources/CLI/AttestCLI", swiftSettings: strict),
 
-        .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], swiftSettings: strict),
+        .executableTarget(name: "attestctl", dependencies: ["AttestCLI"], path: "Sources/CLI/attestctl", swiftSettings: strict),
         .executableTarget(
-            name: "attestd", dependencies: ["AttestServer", "AttestObservability", "AttestOptions"], swiftSettings: strict),
+            name: "attestd", dependencies: ["AttestServer", "AttestObservability", "AttestOptions"], path: "Sources/Server/attestd",
+            swiftSettings: strict),
         // A developer tool for scripts/bench-*, never installed: it measures the recorded fixtures, so it may use AttestTesting.
         .executableTarget(
             name: "attest-bench",
             dependencies: [
                 "AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestService", "AttestStorage", "AttestTesting", "AttestOptions",
             ],
-            swiftSettings: strict),
+            path: "Sources/Tools/attest-bench", swiftSettings: strict),
 
-        .executableTarget(name: "attest-fuzz", dependencies: ["AttestCore", "AttestHTTP"], swiftSettings: strict),
-        // One app process for the client's tests of several processes sharing a key; never installed.
-        .executableTarget(name: "attest-client-probe", dependencies: ["AttestClient", "AttestClientSimulator"], swiftSettings: strict),
         .executableTarget(
-            name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestSimulator", "AttestOptions"], swiftSettings: strict),
+            name: "attest-fuzz", dependencies: ["AttestCore", "AttestHTTP"], path: "Sources/Tools/attest-fuzz", swiftSettings: strict),
+        // One app process for the client's tests of several processes sharing a key; never installed.
+        .executableTarget(
+            name: "attest-client-probe", dependencies: ["AttestClient", "AttestClientSimulator"], path: "Sources/Tools/attest-client-probe",
+            swiftSettings: strict),
+        .executableTarget(
+            name: "attest-load", dependencies: ["AttestCore", "AttestCrypto", "AttestSimulator", "AttestOptions"],
+            path: "Sources/Tools/attest-load", swiftSettings: strict),
 
         .testTarget(
             name: "AttestCryptoTests", dependencies: ["AttestCrypto", "AttestTesting"], swiftSettings: strict),

@@ -75,7 +75,8 @@ def package_targets():
                 dependencies.add(dependency_name)
                 if "condition:" in dependency:
                     conditional.add(dependency_name)
-        targets[name] = (kind.group(1), dependencies, conditional)
+        path = re.search(r'path:\s*"([^"]+)"', item)
+        targets[name] = (kind.group(1), dependencies, conditional, path.group(1) if path else None)
     return targets
 
 
@@ -115,19 +116,48 @@ def documented():
     return table
 
 
+def readme_layout(targets):
+    """Disagreements between Sources/ on disk, Package.swift's paths and the README's layout table: a row
+    `Sources/<Group>/` per group on disk, naming exactly the targets whose path is in that group."""
+    rows = {}
+    with open(os.path.join(ROOT, "README.md")) as f:
+        for line in f:
+            match = re.match(r"\| `Sources/([^/`]+)/` \|(.*)\|\s*$", line)
+            if match:
+                rows[match.group(1)] = set(re.findall(r"`([^`]+)`", match.group(2)))
+    on_disk = {group: {target: (kind, path) for target, (kind, _, _, path) in targets.items()
+                       if path and path.startswith("Sources/%s/" % group)}
+               for group in sorted(os.listdir(os.path.join(ROOT, "Sources")))}
+    problems = []
+    for group, members in on_disk.items():
+        if group not in rows:
+            problems.append("README.md's layout table has no row for Sources/%s/" % group)
+            continue
+        for target in sorted(set(members) - rows[group]):
+            problems.append("README.md's row for Sources/%s/ does not name %s" % (group, target))
+        for name in sorted(rows[group] & set(targets) - set(members)):
+            problems.append("README.md's row for Sources/%s/ names %s, which is elsewhere" % (group, name))
+    for group in sorted(set(rows) - set(on_disk)):
+        problems.append("README.md's layout table has a row for Sources/%s/, which does not exist" % group)
+    for name, (kind, _, _, path) in sorted(targets.items()):
+        if kind != "testTarget" and not path:
+            problems.append("%s has no path: in Package.swift (every source target names its group's folder)" % name)
+    return problems
+
+
 def main():
     targets = package_targets()
     modules = set(targets)
     docs = documented()
     problems = []
     importers = {}
-    for name, (kind, dependencies, conditional) in sorted(targets.items()):
+    for name, (kind, dependencies, conditional, path) in sorted(targets.items()):
         if kind in ("systemLibrary", "plugin"):
             continue
-        base = "Tests" if kind == "testTarget" else "Sources"
-        directory = os.path.join(ROOT, base, name)
+        relative = path or os.path.join("Tests" if kind == "testTarget" else "Sources", name)
+        directory = os.path.join(ROOT, relative)
         if not os.path.isdir(directory):
-            problems.append("%s: no directory %s/%s" % (name, base, name))
+            problems.append("%s: no directory %s" % (name, relative))
             continue
         used, unguarded = imports(directory, modules, conditional)
         for module in sorted(unguarded):
@@ -146,9 +176,10 @@ def main():
             elif docs[name] != dependencies:
                 problems.append("docs/ARCHITECTURE.md says %s may import %s; Package.swift says %s" % (
                     name, ", ".join(sorted(docs[name])) or "-", ", ".join(sorted(dependencies)) or "-"))
-    for name, (kind, _, _) in sorted(targets.items()):
+    for name, (kind, _, _, _) in sorted(targets.items()):
         if kind == "systemLibrary" and len(importers.get(name, ())) != 1:
             problems.append("%s is imported by %s, not by exactly one Swift target" % (name, ", ".join(sorted(importers.get(name, ()))) or "none"))
+    problems += readme_layout(targets)
     for problem in problems:
         print("check-architecture: " + problem, file=sys.stderr)
     print("check-architecture: %d targets, %s" % (len(targets), "%d disagreements" % len(problems) if problems else "one picture"),
