@@ -12,7 +12,7 @@ let strict: [SwiftSetting] = [
 let package = Package(
     name: "attestd",
     // The minimums are App Attest's (DCAppAttestService), for the AttestClient library an app links;
-    // the server's targets build on Linux only (docs/ARCHITECTURE.md, "Platforms").
+    // the server's targets build on Linux only (docs/design/platforms.md, decision 0024).
     platforms: [.iOS(.v14), .macOS(.v11), .macCatalyst(.v14), .tvOS(.v15), .watchOS(.v9), .visionOS(.v1)],
     products: [
         // For apps: the client, and a synthetic device for tests, demos and Linux.

@@ -4,8 +4,7 @@ import Synchronization
 
 /// Writes lines to a file descriptor, holding the access log's lines briefly so that a busy server
 /// writes them in blocks, as nginx's `access_log ... buffer=64k flush=1s` and Envoy's access logs
-/// do (one `write` per request was half of the log line's cost, and the log line up to a quarter of
-/// a gateway check's CPU).
+/// do (one `write` per request was a large part of the log line's cost, docs/BENCHMARKS.md).
 ///
 /// - A batched line (a request's line) waits in its thread's block until the block holds
 ///   `capacity` bytes or the next tick of the flusher, every `interval`.

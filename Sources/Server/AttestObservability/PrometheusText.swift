@@ -2,8 +2,8 @@
 /// with its `# HELP` and `# TYPE` lines, then its samples, every label value escaped.
 ///
 /// Why escape here rather than trust callers: label values can come from requests (a client ID)
-/// or the store, and one unescaped `"` or newline lets that value forge whole lines of the scrape
-/// (issue 18, H1 injected `attestd_up 0`).
+/// or the store, and one unescaped `"` or newline lets that value forge whole lines of the scrape,
+/// such as `attestd_up 0` (decision 0020).
 package struct PrometheusText: Sendable {
     /// A metric family's type.
     package enum Kind: String, Sendable {

@@ -159,7 +159,7 @@ final class RefusalLog: Sendable {
 ///
 /// Why not the main queue: attestd's signal handlers run there, and a purge waits for the
 /// database; while it waited for a database that had stopped answering, SIGTERM and SIGHUP
-/// waited with it (issue 18, M4).
+/// waited with it (decision 0015).
 package final class PurgeTimer: Sendable {
     // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `stop` uses it after.
     private nonisolated(unsafe) let timer: any DispatchSourceTimer

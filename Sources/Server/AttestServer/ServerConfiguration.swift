@@ -38,14 +38,13 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// Only from the command line (no environment variable), and only on a loopback address.
     package var insecureTestMode = false
 
-    /// HTTP worker threads: `--threads`, or by default four times the number of cores (measured
-    /// with workers that waited for their writes: refresh +40 % on SQLite with 8 workers on 2
-    /// cores, authorize unchanged, docs/BENCHMARKS.md).
+    /// HTTP worker threads: `--threads`, or by default four times the number of cores (the
+    /// measurements behind the default are in docs/BENCHMARKS.md).
     package var workerThreads: Int { threads ?? 4 * HTTPServer.Configuration.activeCoreCount }
     /// Write waiters, which run every request's store work off the HTTP workers, and on
     /// PostgreSQL the pool's connections, one per waiter: as many as the workers, at least four,
-    /// so that with fewer workers some waiters verify while another waits for its flush (with
-    /// one worker, two waiters measured 0.48 of the verifier and four 0.52, docs/BENCHMARKS.md).
+    /// so that with fewer workers some waiters verify while another waits for its flush
+    /// (decision 0005; measured in docs/BENCHMARKS.md).
     package var storeThreads: Int { max(4, workerThreads) }
     /// Open connections allowed from one client address (0 = no cap): keeps one slow or
     /// hostile client from holding every connection. Behind a proxy, all come from the proxy.
@@ -236,7 +235,7 @@ package struct ServerConfiguration: Sendable, Equatable {
         ) { configuration, value, _ in configuration.secretsKeyFile = value },
         // Why command line only, https only (plain http to loopback only): every refresh sends the
         // integration's freshly signed DeviceCheck JWT to this URL, so a stray variable in a unit
-        // file or environment must not be able to send them anywhere, nor in clear (issue 18, L5).
+        // file or environment must not be able to send them anywhere, nor in clear (decision 0022).
         Setting(
             "apple-receipt-url", environment: nil, value: "URL",
             help:

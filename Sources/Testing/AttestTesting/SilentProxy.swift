@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// A loopback TCP proxy in front of a real server that can go silent, for tests of a database
-/// that stops answering without closing anything (issue 18, M4): until `silence()` it forwards
+/// that stops answering without closing anything (decision 0015): until `silence()` it forwards
 /// both ways; from then on it forwards nothing, in either direction, while it keeps every
 /// connection open, keeps reading (so the kernel acknowledges whatever is sent) and accepts new
 /// connections without connecting them anywhere. That is what a hung server or a stalled proxy

@@ -30,8 +30,8 @@ package struct AnswerLeaseTiming: Sendable {
 }
 
 /// One node's lease to answer token lookups from memory on PostgreSQL (`TokenLookupCache`), and
-/// the generation of what it keeps: the node's side of the protocol in docs/ARCHITECTURE.md
-/// ("Token answers from memory").
+/// the generation of what it keeps: the node's side of the protocol in
+/// docs/design/answer-lease.md (decision 0013).
 ///
 /// Each renewal is one statement that extends the node's row in `answer_leases` by `lasts` on the
 /// database's clock, acknowledges the epoch the node has applied, and returns the current one. A

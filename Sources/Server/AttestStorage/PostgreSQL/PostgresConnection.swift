@@ -96,8 +96,8 @@ package final class PostgresConnection {
         // plan_cache_mode: every statement attestd prepares is a point lookup or update whose plan
         // does not depend on its parameters, so each is planned once per connection. Left to
         // choose, PostgreSQL kept re-planning the grouped token lookup at every execution once the
-        // tables had statistics (custom plans looked cheaper than the generic one), which halved
-        // authorize on a table of a million tokens (docs/BENCHMARKS.md).
+        // tables had statistics (custom plans looked cheaper than the generic one), which cost
+        // authorize much of its rate on a large table (docs/BENCHMARKS.md).
         // Keepalives and tcp_user_timeout: a pooled connection whose peer vanished (a host down,
         // a firewall dropping the flow) fails within seconds instead of after the kernel's hours.
         let defaults = [
@@ -345,7 +345,7 @@ package final class PostgresConnection {
 
 extension PostgresSettings {
     /// Throws `misuse` when libpq cannot parse the URI, without libpq's message: it quotes the
-    /// offending part, which can be the password (a raw `%` in it, issue 18, L4).
+    /// offending part, which can be the password (a raw `%` in it; decision 0023).
     func validateURI() throws(StorageError) {
         let advice = "percent-encode reserved characters in the user name and password (% as %25, @ as %40, / as %2F, : as %3A)"
         // A raw '@' or '/' in the password makes libpq read part of it as the host, port or

@@ -15,7 +15,7 @@ import Synchronization
 /// `unavailable` at once. After a timed-out answer the idle connections are dropped too. Why:
 /// every HTTP worker serves its connections one request at a time, so requests that each waited
 /// out a timeout on a silent server would queue behind one another for far longer than one
-/// timeout (issue 18, M4); this way only the requests under way when it fell silent wait.
+/// timeout (decision 0015); this way only the requests under way when it fell silent wait.
 final class PostgresPool: Sendable {
     /// A slot's connection, moved between threads by the pool.
     ///

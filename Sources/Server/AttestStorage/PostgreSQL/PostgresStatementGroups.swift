@@ -6,25 +6,25 @@ import Synchronization
 /// database groups commits: a round trip to PostgreSQL costs the node and the server more than
 /// the rows it carries. Used for token lookups (every authorize and introspect), whose requests
 /// are independent reads. (Grouping challenge inserts the same way was measured and dropped: it
-/// cost refreshes about 10 % on this machine, docs/BENCHMARKS.md.)
+/// cost refreshes more than it saved, docs/BENCHMARKS.md.)
 ///
 /// Nothing is cached: a request joins only a group whose statement has not been sent yet, so
 /// every answer comes from a statement that started after its request arrived (and sees whatever
 /// committed before, a revocation included). One statement is in flight at a time, sent by one
 /// sender that takes every request pending (up to `limit`) when it starts it; a request that
-/// finds no sender running starts one. (Two senders split the groups: authorize measured 20,700
-/// per second against 37,200 with one, docs/BENCHMARKS.md.)
+/// finds no sender running starts one. (Two senders split the groups, and authorize ran slower
+/// than with one, docs/BENCHMARKS.md.)
 ///
 /// Requests are answered through a callback (`submit(_:then:)`), so that an HTTP worker can go
 /// on serving other connections while its request waits; the sender runs on a serial queue of
 /// its own and blocks on its round trips, never on an HTTP worker. (Not on Dispatch's global
 /// queue: its threads are few, and callers that block them, Swift concurrency's tasks among
-/// them, left lookups unsent for half a second in RevocationUnderLoadTests.) `submit(_:)` waits for the
+/// them, left lookups unsent for long stretches in RevocationUnderLoadTests.) `submit(_:)` waits for the
 /// answer, for callers that have nothing else to do.
 ///
 /// Requests wait in shards picked by the submitting thread, and the sender takes from every shard:
-/// with one queue and one lock, eight HTTP workers queued on it (23 % of authorize's CPU on
-/// PostgreSQL went to submitting a lookup, most of it waiting for that lock, docs/BENCHMARKS.md). Whether a sender runs is one
+/// with one queue and one lock, the HTTP workers queued on it (a large share of authorize's CPU
+/// on PostgreSQL went to waiting for that lock, docs/BENCHMARKS.md). Whether a sender runs is one
 /// atomic flag; a sender that finds nothing pending clears it and looks once more, so that a
 /// request queued meanwhile (whose submitter saw the flag still set) is never left unsent.
 ///

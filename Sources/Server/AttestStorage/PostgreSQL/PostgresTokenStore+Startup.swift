@@ -23,7 +23,7 @@ final class MigrationGate: Sendable {
 
     private let state = Mutex(State())
     /// Whether the migrations ran: read without a lock by every request (waiting for `state`'s lock
-    /// was 2 % of a gateway check's CPU on PostgreSQL).
+    /// showed in a gateway check's profile on PostgreSQL, docs/BENCHMARKS.md).
     private let isOpen = Atomic<Bool>(true)
     private let wake = DispatchSemaphore(value: 0)
 

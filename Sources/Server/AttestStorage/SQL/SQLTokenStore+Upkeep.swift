@@ -87,9 +87,8 @@ extension SQLTokenStore {
 
     /// Between two batches the purge waits as long as the last one took (50 ms at most): it
     /// takes at most half of the writer, or of a PostgreSQL backend and the disk, while requests
-    /// go on, as PostgreSQL's vacuum sleeps between its steps (`vacuum_cost_delay`). A purge of
-    /// 100,000 tokens among 10 million took about 2 s on PostgreSQL here, and authorize's p99
-    /// during it passed 50 ms without the pauses (docs/BENCHMARKS.md).
+    /// go on, as PostgreSQL's vacuum sleeps between its steps (`vacuum_cost_delay`). Without the
+    /// pauses, a large purge raised authorize's tail latency (docs/BENCHMARKS.md).
     private static func pause(after batch: Duration) {
         let pause = min(batch, .milliseconds(50))
         let microseconds = pause.components.seconds * 1_000_000 + pause.components.attoseconds / 1_000_000_000_000
@@ -174,8 +173,8 @@ package enum UpkeepSQL {
     /// Deletes the oldest `LIMIT ?` rows of `table` that expired at `?`, found through its expiry
     /// index and deleted through its primary key `key`. PostgreSQL's text takes the keys as one
     /// array: its sessions plan each statement once for every parameter (`plan_cache_mode`), and
-    /// that plan of `key IN (subquery)` joined the batch to a scan of the whole table (0.9 s a
-    /// batch at 3 million tokens; a purge at 10 million did not finish a batch a second).
+    /// that plan of `key IN (subquery)` joined the batch to a scan of the whole table, so a batch
+    /// took longer the larger the table (docs/BENCHMARKS.md).
     private static func purgeBatch(of table: String, key: String) -> SQLStatement {
         let oldest = "SELECT \(key) FROM \(table) WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"
         return SQLStatement(

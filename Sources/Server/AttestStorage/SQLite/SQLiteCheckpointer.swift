@@ -7,20 +7,19 @@ import Synchronization
 /// SQLite's automatic checkpoint runs on the connection that commits, once the log passes 1,000
 /// pages, while that commit's caller waits: with one writer, every write behind it waits too.
 /// On a large database the checkpoint copies pages to places all over the file and flushes it,
-/// and during a purge among ten million tokens a request's write waited 120 ms for it
-/// (docs/BENCHMARKS.md). SQLite's documentation gives the remedy: turn the automatic checkpoint
-/// off and run checkpoints on another thread (https://www.sqlite.org/wal.html, "Application-
-/// Initiated Checkpoints"). A passive checkpoint takes no lock a writer needs, so writers go on
-/// beside it, and the log restarts from its beginning at the first write after a checkpoint
-/// that copied all of it, as before.
+/// and a request's write waits for all of it (docs/BENCHMARKS.md). SQLite's documentation gives
+/// the remedy: turn the automatic checkpoint off and run checkpoints on another thread
+/// (https://www.sqlite.org/wal.html, "Application-Initiated Checkpoints"). A passive checkpoint
+/// takes no lock a writer needs, so writers go on beside it, and the log restarts from its
+/// beginning at the first write after a checkpoint that copied all of it, as before.
 ///
 /// Under writes that never pause, a checkpoint beside them never copies all of the log (new
 /// frames arrive while it runs), so the log would not restart and each checkpoint would flush the
-/// database file again for a few frames: refreshes on one core ran at 0.59-0.71 of their rate
-/// with SQLite's automatic checkpoint (docs/BENCHMARKS.md). So one checkpoint is scheduled per
-/// threshold of growth, and past four times the threshold the commit
-/// that finds the log that long checkpoints it itself, as SQLite did: most of the log is copied
-/// by then, so that checkpoint is short, and the log restarts at the next write.
+/// database file again for a few frames, which costs refreshes a good part of their rate
+/// (docs/BENCHMARKS.md). So one checkpoint is scheduled per threshold of growth, and past four
+/// times the threshold the commit that finds the log that long checkpoints it itself, as SQLite
+/// did: most of the log is copied by then, so that checkpoint is short, and the log restarts at
+/// the next write.
 ///
 /// Durability is the same: a commit is durable once its frames are in the flushed log, and the
 /// checkpoint flushes the database file before it marks frames copied.

@@ -212,8 +212,8 @@ package final class SQLiteTokenStore: SQLTokenStore {
 
     /// Rows one purge transaction deletes at most: every write waits for it on the one writer.
     /// A deleted token dirties about two pages (its row and its device's index entry, both at
-    /// random places), and the commit writes them to the log: among ten million tokens 2,000
-    /// rows took 140 ms to commit here, 250 took 6 to 50 ms (docs/BENCHMARKS.md).
+    /// random places), and the commit writes them to the log: on a large table a batch the size
+    /// of PostgreSQL's held the writer many times longer (docs/BENCHMARKS.md).
     package static var purgeBatch: Int { 256 }
 
     /// Nil: SQLite has one writer connection and a few readers, no pool.

@@ -43,8 +43,8 @@ final class TokenLookupCache<Stamps: AnswerStamps>: Sendable {
     let hits = Atomic<Int>(0)
 
     /// The calling thread's shard: every worker keeps its own answers (a gateway checks one hot
-    /// token from every worker at once, and one lock for it made the workers queue: with 8
-    /// workers on 2 cores some runs spent 2.5 times the CPU per request).
+    /// token from every worker at once, and one lock for it made the workers queue and multiplied
+    /// the CPU per request, docs/BENCHMARKS.md).
     private var threadShard: Shard { shards[ThreadShard.index(among: shards.count)] }
 
     init(stamps: Stamps, limit: Int = 16_384) {
