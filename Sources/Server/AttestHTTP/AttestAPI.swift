@@ -33,6 +33,8 @@ package enum AttestAPI {
         /// How long authorize and introspect wait for their lookup (which holds no worker) before
         /// they answer 503 `storage_unavailable` with `Retry-After`.
         package var lookupDeadline = Duration.seconds(5)
+        /// The most offload threads (`RouteAnswer.offload`): handlers waiting for the store at once (`--store-threads`).
+        package var offloadThreads = 8
 
         package init(
             gatewaySecrets: GatewaySecrets?, trustsAppleRoot: Bool, version: String, storage: String = "sqlite",
@@ -92,7 +94,7 @@ package enum AttestAPI {
                 ObservedRequests(
                     metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),
             ],
-            answerDeadline: settings.lookupDeadline)
+            answerDeadline: settings.lookupDeadline, offloadThreads: settings.offloadThreads)
     }
 }
 

@@ -77,6 +77,7 @@ struct Problem: Error, Sendable {
             case invalidToken = "invalid_token"
             case csrf
             case connectionsPerAddress = "connections_per_address"
+            case unexpected = "unexpected_error"
         }
 
         static let notFound = Self.http(.notFound)
@@ -139,16 +140,17 @@ struct Problem: Error, Sendable {
         if let retry = error.retryAfter { headers = [HTTPHeader(name: "Retry-After", value: String(retry))] }
     }
 
-    /// A malformed request (400 `malformed_request`).
-    /// Runs a service call; its refusal becomes the matching problem.
-    static func calling<T>(_ body: () throws(ServiceError) -> T) throws(Problem) -> T {
-        do {
-            return try body()
-        } catch {
-            throw Problem(error)
+    /// The problem for whatever a route handler threw: a `Problem` as it is, the service's
+    /// refusal as its matching problem (the one place that mapping runs), anything else 500.
+    static func answering(_ error: any Error) -> Problem {
+        switch error {
+        case let problem as Problem: problem
+        case let refusal as ServiceError: Problem(refusal)
+        default: Problem(.service(.internalError), .http(.unexpected), "attestd failed internally; retry later")
         }
     }
 
+    /// A malformed request (400 `malformed_request`).
     static func malformed(_ subcode: ServiceError.Subcode, _ reason: String) -> Problem {
         Problem(ServiceError.malformed(subcode, reason))
     }

@@ -172,8 +172,7 @@ package final class Application: Sendable {
         statistics = cache
         gatewaySecrets = secrets
         let service = TokenService(
-            store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics,
-            writeWaiters: configuration.storeThreads)
+            store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics)
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
@@ -185,6 +184,7 @@ package final class Application: Sendable {
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         settings.trustedRoots = Self.trustedRoots(verifier.anchors)
+        settings.offloadThreads = configuration.storeThreads
         let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
         let listener = ListenerGauges()
         self.listener = listener
@@ -312,6 +312,7 @@ package final class Application: Sendable {
     @discardableResult
     package func close() -> Bool {
         receiptRefresher?.stop()
+        router.stop()
         do {
             try service.closeStorage()
             return true

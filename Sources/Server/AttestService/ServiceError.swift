@@ -231,6 +231,8 @@ extension ServiceError {
     }
 
     /// The random source failed.
+    /// Work withdrawn at a stop before it ran: nothing of the request was done.
+    package static let stopping = ServiceError.storage(StorageError(.unavailable, "attestd is stopping; nothing of this request was done"))
     package static let randomFailed = ServiceError(.internalError, .random, "the random source failed")
 
     /// A verifier refusal, as attestation or assertion rejection (or malformed input).

@@ -63,39 +63,13 @@ package struct Challenge: Sendable, Hashable {
     var storedID: [UInt8] { Digest.sha256(bytes) }
 }
 
-/// A device request as presented: its challenge, which could be read, and the rest still to be
-/// decoded. The service decodes the rest inside the challenge ledger's `spendingOnFailure`, so a
-/// malformed field spends the challenge and the edge need not know that rule.
-package struct Presented<Request: Sendable>: Sendable {
-    package let challenge: Challenge
-    package let fields: @Sendable () throws(ServiceError) -> Request
-
-    /// A request whose challenge is `challenge` and whose other fields `fields` decodes.
-    package init(challenge: Challenge, fields: @escaping @Sendable () throws(ServiceError) -> Request) {
-        self.challenge = challenge
-        self.fields = fields
-    }
-}
-
-/// A decoded device request, which carries its challenge.
-package protocol ChallengedRequest: Sendable {
-    var challenge: Challenge { get }
-}
-
-extension Presented where Request: ChallengedRequest {
-    /// A request already decoded.
-    package init(_ request: Request) {
-        self.init(challenge: request.challenge) { request }
-    }
-}
-
 /// What a device request proves: an attestation (`/v1/attest`) or an assertion (`/v1/token`).
 /// A phantom type, so that the one request type cannot carry one where the other is expected.
 package enum AttestationProof {}
 package enum AssertionProof {}
 
 /// A decoded device request: the integration, the key, the CBOR object and the challenge.
-package struct DeviceRequest<Proof>: ChallengedRequest {
+package struct DeviceRequest<Proof>: Sendable {
     package var clientID: ClientID
     package var keyID: KeyID
     /// The CBOR attestation object (`AttestRequest`) or assertion (`RefreshRequest`).

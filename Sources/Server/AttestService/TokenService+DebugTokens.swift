@@ -18,7 +18,19 @@ extension TokenService {
     /// lookup otherwise); 3. the debug token with that SHA-256 exists for this integration and is
     /// live; 4. its shared bucket has a mint left; 5. one transaction re-checks 3 under the debug
     /// token's row lock, checks the integration, inserts the token and counts the use.
+    /// Each outcome is counted (`ServiceObserver.debugTokenExchanged`).
     package func exchangeDebugToken(clientID: ClientID, secret: String) throws(ServiceError) -> IssuedToken {
+        do throws(ServiceError) {
+            let issued = try mintForDebugToken(clientID: clientID, secret: secret)
+            observer?.debugTokenExchanged(outcome: "ok")
+            return issued
+        } catch {
+            observer?.debugTokenExchanged(outcome: error.subcode.identifier)
+            throw error
+        }
+    }
+
+    private func mintForDebugToken(clientID: ClientID, secret: String) throws(ServiceError) -> IssuedToken {
         try requireAgreeingClock()
         guard secret.utf8.count == Self.debugTokenLength, secret.hasPrefix(Self.debugTokenPrefix) else {
             throw Self.invalidDebugToken
@@ -46,23 +58,5 @@ extension TokenService {
         observer?.tokenIssued(debug: true)
         return IssuedToken(
             accessToken: token, expiresIn: policy.tokenLifetime, scope: policy.scope, workspaceID: integration.workspaceID, debug: true)
-    }
-
-    /// `exchangeDebugToken`, answered through `reply` exactly once from a write waiter: the
-    /// lookups and the mint's durable commit hold no HTTP worker. Each outcome is counted.
-    package func exchangeDebugToken(
-        clientID: ClientID, secret: String, then reply: @escaping @Sendable (Result<IssuedToken, ServiceError>) -> Void
-    ) {
-        writeWaiters.run(
-            { () throws(ServiceError) in
-                do throws(ServiceError) {
-                    let issued = try self.exchangeDebugToken(clientID: clientID, secret: secret)
-                    self.observer?.debugTokenExchanged(outcome: "ok")
-                    return issued
-                } catch {
-                    self.observer?.debugTokenExchanged(outcome: error.subcode.identifier)
-                    throw error
-                }
-            }, then: reply)
     }
 }

@@ -57,12 +57,6 @@ extension TokenService {
         return TokenRevocation(hashPrefix: String(Hex.encode(hash).prefix(16)), clientID: live?.clientID, deleted: deleted)
     }
 
-    /// `revokeToken`, answered through `reply` exactly once from a write waiter: the revocation's
-    /// commit, and on PostgreSQL its wait for every node's answer lease, hold no HTTP worker.
-    package func revokeToken(_ token: String, then reply: @escaping @Sendable (Result<TokenRevocation?, ServiceError>) -> Void) {
-        writeWaiters.run({ () throws(ServiceError) in try self.revokeToken(token) }, then: reply)
-    }
-
     // MARK: Housekeeping
 
     /// Deletes expired tokens and challenges; returns how many rows went.
@@ -77,10 +71,9 @@ extension TokenService {
         try stored { () throws(StorageError) in try store.statistics() }
     }
 
-    /// Closes the storage at a clean stop (after the last request), once the work running on the
-    /// write waiters has ended; work still queued there is withdrawn (`WriteWaiters.stop`).
+    /// Closes the storage at a clean stop, after the last request (the HTTP edge's offload
+    /// threads stopped first, `Router.stop`).
     package func closeStorage() throws(ServiceError) {
-        writeWaiters.stop()
         try stored { () throws(StorageError) in try store.close() }
     }
 

@@ -122,7 +122,10 @@ extension RecordedCase {
 package enum Fixtures {
     /// `<repo>/fixtures`.
     package static let directory: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()  // AttestTesting
+        .deletingLastPathComponent()  // Testing
+        .deletingLastPathComponent()  // Sources
+        .deletingLastPathComponent()  // the package
         .appendingPathComponent("fixtures")
 
     /// Every recorded case, sorted by id.

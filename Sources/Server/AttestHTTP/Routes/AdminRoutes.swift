@@ -16,10 +16,10 @@ struct AdminRoutes: Sendable {
         api.on("POST", "/integrations", name: "admin_integration_create", create)
         api.on("GET", "/integrations/{client_id}", name: "admin_integration", integration)
         api.on("POST", "/integrations/{client_id}/revoke", name: "admin_integration_revoke", revoke)
-        api.on("POST", "/integrations/{client_id}/suspend", name: "admin_integration_suspend") { context throws(Problem) in
+        api.on("POST", "/integrations/{client_id}/suspend", name: "admin_integration_suspend") { context in
             try suspend(&context, true)
         }
-        api.on("POST", "/integrations/{client_id}/resume", name: "admin_integration_resume") { context throws(Problem) in
+        api.on("POST", "/integrations/{client_id}/resume", name: "admin_integration_resume") { context in
             try suspend(&context, false)
         }
         api.on("POST", "/integrations/{client_id}/policy", name: "admin_integration_policy", policy)
@@ -43,7 +43,7 @@ struct AdminRoutes: Sendable {
         return principal
     }
 
-    private func me(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func me(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         return JSONBody.response([
             ("key_id", principal.keyID), ("name", principal.name), ("workspace_id", principal.workspaceID),
@@ -53,21 +53,21 @@ struct AdminRoutes: Sendable {
         ])
     }
 
-    private func integrations(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func integrations(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
-        let list = try Problem.calling { () throws(ServiceError) in try admin.integrations(principal) }
+        let list = try admin.integrations(principal)
         return JSONBody.response([("integrations", JSONValue.array(list.map { AdminJSON.integration($0.0, counts: $0.1) }))])
     }
 
-    private func integration(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func integration(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
-        let record = try Problem.calling { () throws(ServiceError) in try admin.integration(principal, clientID: clientID) }
+        let record = try admin.integration(principal, clientID: clientID)
         return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil))
     }
 
-    private func create(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func create(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let body = try AdminBody(context.request)
         let name = try body.string(.name)
@@ -75,16 +75,14 @@ struct AdminRoutes: Sendable {
         let bundleIDs = try body.strings(.bundleIDs)
         let environments = try body.environments()
         let policy = try body.policy(current: nil)
-        let record = try Problem.calling { () throws(ServiceError) in
-            try admin.create(
-                principal, name: name, teamID: teamID, bundleIDs: bundleIDs, environments: environments,
-                maxLiveTokensPerDevice: policy.maxLiveTokens, policy: policy.policy)
-        }
+        let record = try admin.create(
+            principal, name: name, teamID: teamID, bundleIDs: bundleIDs, environments: environments,
+            maxLiveTokensPerDevice: policy.maxLiveTokens, policy: policy.policy)
         context.log.clientID = record.clientID
         return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil), status: 201)
     }
 
-    private func revoke(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func revoke(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
@@ -94,8 +92,8 @@ struct AdminRoutes: Sendable {
         guard case .string(let confirm)? = body.members["confirm"], confirm == clientID else {
             throw Problem.malformed(.field(.confirm), "revocation is permanent: send {\"confirm\": \"<client_id>\"} to confirm it")
         }
-        let summary = try Problem.calling { () throws(ServiceError) in try admin.revoke(principal, clientID: clientID) }
-        let record = try Problem.calling { () throws(ServiceError) in try admin.integration(principal, clientID: clientID) }
+        let summary = try admin.revoke(principal, clientID: clientID)
+        let record = try admin.integration(principal, clientID: clientID)
         return JSONBody.response(
             AdminJSON.integrationMembers(record, counts: nil) + [
                 ("already_revoked", !summary.changed), ("tokens_revoked", summary.tokensRevoked),
@@ -103,95 +101,94 @@ struct AdminRoutes: Sendable {
             ])
     }
 
-    private func suspend(_ context: inout RequestContext, _ suspended: Bool) throws(Problem) -> HTTPResponse {
+    private func suspend(_ context: inout RequestContext, _ suspended: Bool) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
-        let record = try Problem.calling { () throws(ServiceError) in try admin.setSuspended(principal, clientID: clientID, suspended) }
+        let record = try admin.setSuspended(principal, clientID: clientID, suspended)
         return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil))
     }
 
-    private func policy(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func policy(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
         let body = try AdminBody(context.request)
-        let current = try Problem.calling { () throws(ServiceError) in try admin.integration(principal, clientID: clientID) }
+        let current = try admin.integration(principal, clientID: clientID)
         let policy = try body.policy(current: current)
-        let record = try Problem.calling { () throws(ServiceError) in
-            try admin.updatePolicy(principal, clientID: clientID, policy: policy.policy, maxLiveTokensPerDevice: policy.maxLiveTokens)
-        }
+        let record = try admin.updatePolicy(
+            principal, clientID: clientID, policy: policy.policy, maxLiveTokensPerDevice: policy.maxLiveTokens)
         return JSONBody.response(AdminJSON.integrationMembers(record, counts: nil))
     }
 
-    private func devices(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func devices(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
-        let list = try Problem.calling { () throws(ServiceError) in try admin.devices(principal, clientID: clientID) }
+        let list = try admin.devices(principal, clientID: clientID)
         return JSONBody.response([("devices", JSONValue.array(list.map(AdminJSON.device)))])
     }
 
-    private func block(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func block(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let text = context.parameter("key_id")
         // The key ID as the devices list shows it: 64 hex digits.
         guard text.utf8.count == 64, let keyID = Hex.decode(text.lowercased()), keyID.count == 32 else {
             throw Problem.malformed(.field(.keyID), "key_id must be 64 hex digits, as the devices list shows it")
         }
-        let tokens = try Problem.calling { () throws(ServiceError) in try admin.blockDevice(principal, keyID: keyID) }
+        let tokens = try admin.blockDevice(principal, keyID: keyID)
         return JSONBody.response([("key_id", Hex.encode(keyID)), ("status", "blocked"), ("tokens_revoked", tokens)])
     }
 
-    private func revokeToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func revokeToken(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let body = try AdminBody(context.request)
         let token = try body.string(.token)
-        try Problem.calling { () throws(ServiceError) in try admin.revokeToken(principal, token: token) }
+        try admin.revokeToken(principal, token: token)
         return JSONBody.response([("revoked", true)])
     }
 
-    private func audit(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func audit(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
-        let entries = try Problem.calling { () throws(ServiceError) in try admin.auditLog(principal, since: 0) }
+        let entries = try admin.auditLog(principal, since: 0)
         return JSONBody.response([("entries", JSONValue.array(entries.map(AdminJSON.auditEntry)))])
     }
 
-    private func keys(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func keys(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
-        let keys = try Problem.calling { () throws(ServiceError) in try admin.keys(principal) }
+        let keys = try admin.keys(principal)
         return JSONBody.response([("keys", JSONValue.array(keys.map { JSONValue.object(AdminJSON.keyMembers($0)) }))])
     }
 
-    private func createKey(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func createKey(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let body = try AdminBody(context.request)
         let name = try body.string(.name)
         guard let role = AdminRole(rawValue: try body.string(.role)) else {
             throw Problem.malformed(.field(.role), "role must be user, developer, admin, owner or primary_owner")
         }
-        let issued = try Problem.calling { () throws(ServiceError) in try admin.createKey(principal, name: name, role: role) }
+        let issued = try admin.createKey(principal, name: name, role: role)
         return JSONBody.response(AdminJSON.keyMembers(issued.record) + [("key", issued.secret)], status: 201)
     }
 
-    private func revokeKey(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func revokeKey(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let id = context.parameter("key_id")
-        try Problem.calling { () throws(ServiceError) in try admin.revokeKey(principal, id: id) }
+        try admin.revokeKey(principal, id: id)
         return JSONBody.response([("id", id), ("status", "revoked")])
     }
 
     // MARK: Debug tokens
 
-    private func debugTokens(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func debugTokens(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
-        let list = try Problem.calling { () throws(ServiceError) in try admin.debugTokens(principal, clientID: clientID) }
+        let list = try admin.debugTokens(principal, clientID: clientID)
         return JSONBody.response([("debug_tokens", JSONValue.array(list.map { JSONValue.object($0.publicMembers) }))])
     }
 
-    private func createDebugToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func createDebugToken(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
@@ -203,18 +200,16 @@ struct AdminRoutes: Sendable {
         case .integer(let seconds)?: lifetime = Int64(seconds)
         default: throw Problem.malformed(.field(.expiresIn), "expires_in must be a whole number of seconds")
         }
-        let issued = try Problem.calling { () throws(ServiceError) in
-            try admin.createDebugToken(principal, clientID: clientID, name: name, lifetime: lifetime)
-        }
+        let issued = try admin.createDebugToken(principal, clientID: clientID, name: name, lifetime: lifetime)
         return JSONBody.response(issued.record.publicMembers + [("secret", issued.secret)], status: 201)
     }
 
-    private func revokeDebugToken(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func revokeDebugToken(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
         let id = context.parameter("id")
-        try Problem.calling { () throws(ServiceError) in try admin.revokeDebugToken(principal, clientID: clientID, id: id) }
+        try admin.revokeDebugToken(principal, clientID: clientID, id: id)
         return JSONBody.response([("id", id), ("revoked", true)])
     }
 }

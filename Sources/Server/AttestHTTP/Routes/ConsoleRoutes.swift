@@ -21,7 +21,7 @@ struct ConsoleRoutes: Sendable {
     }
 
     /// A static file; the folder's index for `/console/`.
-    private func file(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func file(_ context: inout RequestContext) throws -> HTTPResponse {
         let name = context.parameter("file").isEmpty ? "index.html" : context.parameter("file")
         guard let asset = ConsoleAssets.byName[name] else { throw Problem(.notFound, .notFound, "no such console file") }
         // Revalidated on every load (no-cache): a new attestd's console is used at once.
@@ -32,7 +32,7 @@ struct ConsoleRoutes: Sendable {
     }
 
     /// Sign-in: `{"key": "adm_..."}` for a session cookie and the session's CSRF token.
-    private func signIn(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func signIn(_ context: inout RequestContext) throws -> HTTPResponse {
         let body = try AdminBody(context.request)
         guard case .string(let key)? = body.members["key"] else { throw Problem.malformed(.missing(.key), "key is required") }
         let session: AdminSession
@@ -51,7 +51,7 @@ struct ConsoleRoutes: Sendable {
 
     /// The signed-in session, for a console page that loads: who, and the CSRF token; or
     /// `{"signed_in": false}` (a page that loads signed out is not an error).
-    private func session(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func session(_ context: inout RequestContext) throws -> HTTPResponse {
         let signedOut = JSONBody.response([("signed_in", false)])
         guard let secret = ConsoleCookie.session(context.request) else { return signedOut }
         let principal: AdminPrincipal
@@ -68,7 +68,7 @@ struct ConsoleRoutes: Sendable {
 
     /// Sign-out: the session ends server-side (the cookie's value is dead even if kept) and the
     /// cookie is cleared. Needs the CSRF token, as every change does.
-    private func signOut(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func signOut(_ context: inout RequestContext) throws -> HTTPResponse {
         let clear = ConsoleCookie.clear(secure: context.viaTLS)
         guard let secret = ConsoleCookie.session(context.request) else {
             return JSONBody.response([("signed_out", true)], headers: [clear])
@@ -76,7 +76,7 @@ struct ConsoleRoutes: Sendable {
         guard let presented = context.request.header("X-CSRF-Token"), WorkspaceAdmin.acceptsCSRF(presented, session: secret) else {
             throw Problem(.forbidden, .csrf, "signing out needs the session's X-CSRF-Token")
         }
-        try Problem.calling { () throws(ServiceError) in try admin.signOut(secret) }
+        try admin.signOut(secret)
         return JSONBody.response([("signed_out", true)], headers: [clear])
     }
 

@@ -2,84 +2,63 @@ import AttestCore
 import AttestHTTPServer
 import AttestService
 
-/// What devices call: `/v1/challenge`, `/v1/attest`, `/v1/token` (docs/API.md). Decoding only;
-/// every decision, the challenge rules included, is the service's. The worker waits for no store
-/// statement: the service answers later, from a write waiter, so the gateway checks the worker
-/// answers from memory never queue behind one. Attest and token answer once their durable write
-/// has committed, and the writes that queue up share a flush.
+/// What devices call: `/v1/challenge`, `/v1/attest`, `/v1/token`, `/v1/debug-token`
+/// (docs/API.md). Each handler decodes its fields and calls one use case of the service; every
+/// decision is the service's. They run on the offload threads (`RouteAnswer.offload`): the HTTP
+/// worker waits for no statement, so the gateway checks it answers from memory never queue
+/// behind one, and the writes that queue up share a flush.
 struct DeviceRoutes: Sendable {
     let service: TokenService
     /// Test mode accepts seeded challenges of any length (recorded devices).
     let acceptsSeededChallenges: Bool
 
     func register(in group: RouteGroup) {
-        // Not started once the server is stopping, and waited for by its drain, as the writes.
-        group.add("POST", "/v1/challenge", name: "challenge", .later(challenge, deadline: .storesOwn))
-        group.add("POST", "/v1/attest", name: "attest", .later(attest, deadline: .storesOwn))
-        group.add("POST", "/v1/token", name: "token", .later(token, deadline: .storesOwn))
-        group.add("POST", "/v1/debug-token", name: "debug_token", .later(debugToken, deadline: .storesOwn))
+        group.offload("POST", "/v1/challenge", name: "challenge", challenge)
+        group.offload("POST", "/v1/attest", name: "attest", attest)
+        group.offload("POST", "/v1/token", name: "token", token)
+        group.offload("POST", "/v1/debug-token", name: "debug_token", debugToken)
+    }
+
+    private func challenge(_ context: inout RequestContext) throws -> HTTPResponse {
+        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID])
+        context.log.clientID = fields[.clientID]
+        let issued = try service.issueChallenge(clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), from: context.client)
+        return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
+    }
+
+    private func attest(_ context: inout RequestContext) throws -> HTTPResponse {
+        let request: AttestRequest = try decode(&context, .attestation, .attestation, limit: AttestationObject.maximumSize)
+        return Self.tokenResponse(try service.attest(request, from: context.client))
+    }
+
+    private func token(_ context: inout RequestContext) throws -> HTTPResponse {
+        let request: RefreshRequest = try decode(&context, .assertion, .assertion, limit: AssertionObject.maximumSize)
+        return Self.tokenResponse(try service.refresh(request, from: context.client))
     }
 
     /// A debug token exchanged for an access token (a build that cannot attest).
-    private func debugToken(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+    private func debugToken(_ context: inout RequestContext) throws -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .debugToken])
         context.log.clientID = fields[.clientID]
-        let clientID = try Problem.calling { () throws(ServiceError) in try RequestDecoding.clientID(fields[.clientID] ?? "") }
-        service.exchangeDebugToken(clientID: clientID, secret: fields[.debugToken] ?? "") { issued in reply(Self.tokenResponse(issued)) }
+        let clientID = try RequestDecoding.clientID(fields[.clientID] ?? "")
+        return Self.tokenResponse(try service.exchangeDebugToken(clientID: clientID, secret: fields[.debugToken] ?? ""))
     }
 
-    private func challenge(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
-        let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID])
-        context.log.clientID = fields[.clientID]
-        let clientID = try Problem.calling { () throws(ServiceError) in try RequestDecoding.clientID(fields[.clientID] ?? "") }
-        service.issueChallenge(clientID: clientID, from: context.client) { outcome in
-            reply { _ throws(Problem) in
-                let issued = try Problem.calling { () throws(ServiceError) in try outcome.get() }
-                return JSONBody.response([("challenge", issued.challenge), ("expires_in", issued.expiresIn)])
-            }
-        }
-    }
-
-    private func attest(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
-        let (presented, client): (Presented<AttestRequest>, String) = try present(
-            &context, .attestation, limit: AttestationObject.maximumSize)
-        service.attest(presented, from: client) { issued in reply(Self.tokenResponse(issued)) }
-    }
-
-    private func token(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
-        let (presented, client): (Presented<RefreshRequest>, String) = try present(&context, .assertion, limit: AssertionObject.maximumSize)
-        service.refresh(presented, from: client) { issued in reply(Self.tokenResponse(issued)) }
-    }
-
-    /// An attest or refresh body as presented (`object` names its CBOR field) and the client's address.
-    private func present<Proof>(
-        _ context: inout RequestContext, _ object: ServiceError.RequestField, limit: Int
-    ) throws(Problem) -> (Presented<DeviceRequest<Proof>>, String) {
+    /// An attest or refresh body (`object` names its CBOR field). A malformed challenge is
+    /// refused as it is (there is nothing to spend); any other malformed field spends the
+    /// challenge (`TokenService.refuse`).
+    private func decode<Proof>(
+        _ context: inout RequestContext, _ object: ServiceError.RequestField, _ kind: VerificationKind, limit: Int
+    ) throws -> DeviceRequest<Proof> {
         let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .keyID, object, .challenge])
         context.log.clientID = fields[.clientID]
-        let presented = try presentedChallenge(fields) { (challenge: Challenge) throws(ServiceError) in
-            DeviceRequest<Proof>(
+        let challenge = try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: acceptsSeededChallenges)
+        do throws(ServiceError) {
+            return DeviceRequest<Proof>(
                 clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
                 object: try RequestDecoding.object(fields[object] ?? "", object, limit: limit), challenge: challenge)
-        }
-        return (presented, context.client)
-    }
-
-    /// The request's challenge (a malformed one is refused at once: there is nothing to spend),
-    /// with the decoding of the other fields left to the service.
-    private func presentedChallenge<Request: Sendable>(
-        _ fields: [ServiceError.RequestField: String], _ decode: @escaping @Sendable (Challenge) throws(ServiceError) -> Request
-    ) throws(Problem) -> Presented<Request> {
-        let challenge = try Problem.calling { () throws(ServiceError) in
-            try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: acceptsSeededChallenges)
-        }
-        return Presented(challenge: challenge) { () throws(ServiceError) in try decode(challenge) }
-    }
-
-    /// The builder of the answer to an attest or refresh.
-    private static func tokenResponse(_ outcome: Result<IssuedToken, ServiceError>) -> RouteAnswer.Build {
-        { _ throws(Problem) in
-            tokenResponse(try Problem.calling { () throws(ServiceError) in try outcome.get() })
+        } catch {
+            try service.refuse(error, presenting: challenge, as: kind)
         }
     }
 

@@ -11,19 +11,19 @@ struct GatewayRoutes: Sendable {
     let secrets: GatewaySecrets?
 
     func register(in group: RouteGroup) {
-        group.add("GET", "/v1/authorize", name: "authorize", .later(authorize))
+        group.add("GET", "/v1/authorize", name: "authorize", .lookup(authorize))
         group.group("", middleware: [GatewayCredential(secrets: secrets, realm: "attestd-introspect")])
-            .add("POST", "/v1/introspect", name: "introspect", .later(introspect))
+            .add("POST", "/v1/introspect", name: "introspect", .lookup(introspect))
         group.group("", middleware: [GatewayCredential(secrets: secrets, realm: "attestd-revoke")])
-            .add("POST", "/v1/revoke", name: "revoke", .later(revoke, deadline: .storesOwn))
+            .offload("POST", "/v1/revoke", name: "revoke", revoke)
     }
 
     /// Forward-auth: 200 with the workspace, or 401.
-    private func authorize(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+    private func authorize(_ context: inout RequestContext, _ reply: @escaping @Sendable (@escaping RouteAnswer.Handler) -> Void) throws {
         let token = try Self.bearerToken(context.request)
         service.introspect(token) { outcome in
-            reply { context throws(Problem) in
-                guard let active = try Problem.calling({ () throws(ServiceError) in try outcome.get() }) else { throw Self.invalidToken }
+            reply { context in
+                guard let active = try outcome.get() else { throw Self.invalidToken }
                 context.log.clientID = active.clientID
                 return HTTPResponse(
                     status: 200,
@@ -37,11 +37,11 @@ struct GatewayRoutes: Sendable {
     }
 
     /// RFC 7662 introspection of the form's `token`.
-    private func introspect(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
+    private func introspect(_ context: inout RequestContext, _ reply: @escaping @Sendable (@escaping RouteAnswer.Handler) -> Void) throws {
         let token = try Self.formToken(context.request)
         service.introspect(token) { outcome in
-            reply { context throws(Problem) in
-                guard let active = try Problem.calling({ () throws(ServiceError) in try outcome.get() }) else {
+            reply { context in
+                guard let active = try outcome.get() else {
                     context.log.outcome = "inactive"
                     return JSONBody.response(.object([JSONValue.Member("active", .bool(false))]))
                 }
@@ -63,18 +63,13 @@ struct GatewayRoutes: Sendable {
     /// says nothing about it. The log line says what happened: a prefix of the token's SHA-256,
     /// the client ID of a live token, and `revoked` or `no_live_token`.
     /// It answers once the revocation has committed (on PostgreSQL, once every node has dropped
-    /// its kept answers), without holding a worker meanwhile.
-    private func revoke(_ context: inout RequestContext, _ reply: @escaping RouteAnswer.Reply) throws(Problem) {
-        let token = try Self.formToken(context.request)
-        service.revokeToken(token) { outcome in
-            reply { context throws(Problem) in
-                let revocation = try Problem.calling { () throws(ServiceError) in try outcome.get() }
-                context.log.tokenHashPrefix = revocation?.hashPrefix
-                context.log.clientID = revocation?.clientID
-                context.log.outcome = revocation?.deleted == true ? "revoked" : "no_live_token"
-                return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
-            }
-        }
+    /// its kept answers), from the offload threads.
+    private func revoke(_ context: inout RequestContext) throws -> HTTPResponse {
+        let revocation = try service.revokeToken(try Self.formToken(context.request))
+        context.log.tokenHashPrefix = revocation?.hashPrefix
+        context.log.clientID = revocation?.clientID
+        context.log.outcome = revocation?.deleted == true ? "revoked" : "no_live_token"
+        return HTTPResponse(status: 200, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")])
     }
 
     /// The `token` of a form body.

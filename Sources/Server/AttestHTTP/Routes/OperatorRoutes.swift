@@ -29,7 +29,7 @@ struct OperatorRoutes: Sendable {
 
     /// Liveness: the process answers. Says which trust anchor, receipt exchange and storage it
     /// runs with.
-    private func healthz(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func healthz(_ context: inout RequestContext) throws -> HTTPResponse {
         var members: [(String, any Sendable)] = [
             ("status", "ok"), ("trust_anchor", settings.trustsAppleRoot ? "apple" : "custom (test only)"),
         ]
@@ -53,12 +53,12 @@ struct OperatorRoutes: Sendable {
 
     /// Readiness: 200 while the storage answers, 503 `storage_unavailable` with Retry-After
     /// while it does not (load balancers take the node out of rotation).
-    private func readyz(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
-        try Problem.calling { () throws(ServiceError) in try service.checkStorage() }
+    private func readyz(_ context: inout RequestContext) throws -> HTTPResponse {
+        try service.checkStorage()
         return JSONBody.response([("status", "ready"), ("storage", settings.storage)])
     }
 
-    private func metricsText(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    private func metricsText(_ context: inout RequestContext) throws -> HTTPResponse {
         HTTPResponse(
             status: 200, headers: [HTTPHeader(name: "Content-Type", value: "text/plain; version=0.0.4; charset=utf-8")],
             body: Array((metrics.render(gauges: gauges()) + moreMetrics()).utf8))
@@ -72,7 +72,7 @@ struct TestModeRoutes: Sendable {
     let clock: SettableWallClock
     let logger: Logger
 
-    func setClock(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    func setClock(_ context: inout RequestContext) throws -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(context.request, required: [.now])
         guard let seconds = Int64(fields[.now] ?? ""), seconds >= 0 else {
             throw Problem.malformed(.field(.now), "now must be Unix seconds as a string")
@@ -82,13 +82,13 @@ struct TestModeRoutes: Sendable {
         return JSONBody.response([("now", seconds)])
     }
 
-    func seedChallenge(_ context: inout RequestContext) throws(Problem) -> HTTPResponse {
+    func seedChallenge(_ context: inout RequestContext) throws -> HTTPResponse {
         let fields = try RequestDecoding.jsonFields(context.request, required: [.clientID, .challenge])
-        let clientID = try Problem.calling { () throws(ServiceError) in try RequestDecoding.clientID(fields[.clientID] ?? "") }
+        let clientID = try RequestDecoding.clientID(fields[.clientID] ?? "")
         guard let bytes = Base64Text.decode(fields[.challenge] ?? "", .url), let challenge = Challenge(bytes, seeded: true) else {
             throw Problem.malformed(.field(.challenge), "challenge must be base64url (no padding) of 1 to 256 bytes")
         }
-        try Problem.calling { () throws(ServiceError) in try service.seedChallenge(clientID: clientID, challenge: challenge) }
+        try service.seedChallenge(clientID: clientID, challenge: challenge)
         return JSONBody.response([("seeded", true)])
     }
 }

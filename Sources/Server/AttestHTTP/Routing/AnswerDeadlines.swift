@@ -2,7 +2,7 @@ import AttestService
 import Dispatch
 import Synchronization
 
-/// The deadline of every answer a route gives later (`RouteAnswer.later`): past it the request
+/// The deadline of every lookup's answer (`RouteAnswer.lookup`): past it the request
 /// is answered 503 `storage_unavailable` with `Retry-After`, and the route's own answer, should
 /// it still come, is dropped. Why: a lookup waits for the database without an HTTP worker, so
 /// nothing else bounds how long its client waits when the database stops answering.
@@ -82,37 +82,35 @@ final class PendingAnswer: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Nil: no deadline (`RouteAnswer.LaterDeadline.storesOwn`).
-    private let deadlines: AnswerDeadlines?
-    private let send: @Sendable (@escaping RouteAnswer.Build) -> Void
+    private let deadlines: AnswerDeadlines
+    private let send: @Sendable (@escaping RouteAnswer.Handler) -> Void
 
-    /// `send` delivers the builder of the response (once).
-    init(deadlines: AnswerDeadlines?, send: @escaping @Sendable (@escaping RouteAnswer.Build) -> Void) {
+    /// `send` delivers the handler of the response (once).
+    init(deadlines: AnswerDeadlines, send: @escaping @Sendable (@escaping RouteAnswer.Handler) -> Void) {
         self.deadlines = deadlines
         self.send = send
     }
 
     /// The route's answer, or the deadline's: only the first counts.
-    func reply(_ build: @escaping RouteAnswer.Build) {
+    func reply(_ handler: @escaping RouteAnswer.Handler) {
         let ticket = state.withLock { state -> UInt64?? in
             guard !state.answered else { return .none }
             state.answered = true
             return .some(state.ticket)
         }
         guard case .some(let registered) = ticket else { return }
-        if let registered { deadlines?.remove(registered) }
-        send(build)
+        if let registered { deadlines.remove(registered) }
+        send(handler)
     }
 
     /// Starts the deadline, unless the answer came already (a store that answered at once).
     func startDeadline() {
-        guard let deadlines else { return }
         let limit = deadlines.limit
         state.withLock { state in
             guard !state.answered else { return }
             state.ticket = deadlines.add { [self] in
                 let milliseconds = Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000)
-                reply { _ throws(Problem) in throw Problem(ServiceError.storageTimedOut(after: milliseconds)) }
+                reply { _ in throw ServiceError.storageTimedOut(after: milliseconds) }
             }
         }
     }

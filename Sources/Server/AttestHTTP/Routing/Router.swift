@@ -1,34 +1,28 @@
 package import AttestHTTPServer
+import AttestService
 import Dispatch
 import Synchronization
 
-/// How a route answers.
+/// How a route answers. A handler reads the request from the context (and notes what the log
+/// line says there) and returns the response; it may throw a `Problem` or the service's
+/// `ServiceError`, which the router maps once (`Problem.answering`).
 enum RouteAnswer: Sendable {
-    /// Builds a response from the request's context (on the connection's worker).
-    typealias Build = @Sendable (inout RequestContext) throws(Problem) -> HTTPResponse
-    /// Hands the builder of the response back, once, from any thread.
-    typealias Reply = @Sendable (@escaping Build) -> Void
+    typealias Handler = @Sendable (inout RequestContext) throws -> HTTPResponse
 
-    /// At once, on the worker.
-    case now(Build)
-    /// After work that must not hold a worker (a PostgreSQL round trip, a durable commit): the
-    /// closure checks the request (it may note what the log line says, in the context) and starts
-    /// the work, which calls `reply` exactly once with the builder of the response. The worker
-    /// serves other connections meanwhile; the builder runs on it again.
-    case later(Start, deadline: LaterDeadline = .router)
+    /// At once, on the HTTP worker: work that waits for no store statement.
+    case now(Handler)
+    /// On the edge's offload threads (`WriteWaiters`), answered when the handler returns: work
+    /// that waits for the store (a verification and its durable write, a challenge's insert, a
+    /// revocation). The worker serves other connections meanwhile. Not started once the server
+    /// is stopping; a stop waits for the answer of work it started (`DeferredResponse.reserve`).
+    case offload(Handler)
+    /// A gateway token check: `Lookup` starts the store's lookup, which answers through a
+    /// callback (on PostgreSQL a pipelined round trip, docs/decisions/0005-offload-seam.md) with
+    /// the handler of the response, run on the worker. Past the router's deadline the answer is
+    /// 503 `storage_unavailable`.
+    case lookup(Lookup)
 
-    typealias Start = @Sendable (inout RequestContext, _ reply: @escaping Reply) throws(Problem) -> Void
-
-    /// How long a later answer may take.
-    enum LaterDeadline: Sendable {
-        /// The router's: past it, 503 `storage_unavailable` (a lookup, which changes nothing).
-        case router
-        /// None of the router's: the work's own timeouts bound it (a durable write, whose
-        /// outcome a 503 could not tell the client, or a challenge's insert). Such work is not
-        /// started once the server is stopping, and a stop waits for the answer of work it
-        /// started (`DeferredResponse.reserve`).
-        case storesOwn
-    }
+    typealias Lookup = @Sendable (inout RequestContext, _ reply: @escaping @Sendable (@escaping Handler) -> Void) throws -> Void
 }
 
 /// One endpoint: method, path pattern, name in metrics and logs, its own middleware, its answer.
@@ -56,10 +50,12 @@ package struct Router: HTTPResponder {
     /// The positions in `routes` of the routes with parameters, in order.
     private let patternRoutes: [Int]
     private let middleware: [any RouterMiddleware]
-    /// The deadline of answers given later.
+    /// The deadline of lookups.
     let answerDeadlines: AnswerDeadlines
+    /// Where offloaded handlers run.
+    let waiters: WriteWaiters
 
-    init(routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration) {
+    init(routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration, offloadThreads: Int) {
         self.routes = routes
         var literalRoutes: [String: [Int]] = [:]
         var patternRoutes: [Int] = []
@@ -74,6 +70,13 @@ package struct Router: HTTPResponder {
         self.patternRoutes = patternRoutes
         self.middleware = middleware
         answerDeadlines = AnswerDeadlines(limit: answerDeadline)
+        waiters = WriteWaiters(limit: offloadThreads)
+    }
+
+    /// After the HTTP server has stopped: withdraws the offloaded work still queued, waits for
+    /// the running work (a write is never cut short). The store is closed after it.
+    package func stop() {
+        waiters.stop()
     }
 
     /// Answers one request, waiting for a route that answers later (tests, and callers without
@@ -90,7 +93,7 @@ package struct Router: HTTPResponder {
     }
 
     /// Runs the request through middleware and route; `complete` gets the response's builder once.
-    /// `reserve` is asked before a durable write starts (`DeferredResponse.reserve`).
+    /// `reserve` is asked before offloaded work starts (`DeferredResponse.reserve`).
     private func answer(
         _ request: HTTPRequest, reserve: () -> Bool, complete: @escaping @Sendable (@escaping DeferredResponse.Finish) -> Void
     ) {
@@ -102,40 +105,73 @@ package struct Router: HTTPResponder {
             applied += route.middleware
             for item in route.middleware { try item.prepare(&context) }
             switch route.answer {
-            case .now(let build):
-                let response = try build(&context)
-                let finished = finish(response, context, applied)
+            case .now(let handler):
+                let finished = finish(Self.handle(handler, &context), context, applied)
                 complete { finished }
-            case .later(let start, let deadline):
-                let chain = applied
-                // A write is not started once the server is stopping: its answer could not wait.
-                guard deadline == .router || reserve() else {
-                    let finished = finish(DeferredResponse.stopping, context, chain)
-                    return complete { finished }
-                }
-                // The context as the start left it, read by the builder: it runs on the worker
-                // after `answer` has returned (`DeferredResponse`, `WaitingAnswer`).
-                let started = Mutex(context)
-                let pending = PendingAnswer(deadlines: deadline == .router ? answerDeadlines : nil) { build in
-                    complete {
-                        var context = started.withLock { $0 }
-                        let response: HTTPResponse
-                        do throws(Problem) {
-                            response = try build(&context)
-                        } catch {
-                            response = Self.refuse(error, &context)
-                        }
-                        return finish(response, context, chain)
-                    }
-                }
-                try start(&context) { build in pending.reply(build) }
-                started.withLock { $0 = context }
-                pending.startDeadline()
+            case .offload(let handler):
+                offload(handler, context, applied, reserve: reserve, complete: complete)
+            case .lookup(let lookup):
+                try look(lookup, &context, applied, complete: complete)
             }
         } catch {
-            let response = Self.refuse(error, &context)
-            let finished = finish(response, context, applied)
+            let finished = finish(Self.refuse(error, &context), context, applied)
             complete { finished }
+        }
+    }
+
+    /// Runs `handler` on the offload threads and completes with its response there. A stopping
+    /// server starts nothing (503 at once); work withdrawn by `stop` before it ran is answered
+    /// `storage_unavailable`.
+    private func offload(
+        _ handler: @escaping RouteAnswer.Handler, _ context: RequestContext, _ chain: [any RouterMiddleware], reserve: () -> Bool,
+        complete: @escaping @Sendable (@escaping DeferredResponse.Finish) -> Void
+    ) {
+        guard reserve() else {
+            let finished = finish(DeferredResponse.stopping, context, chain)
+            return complete { finished }
+        }
+        waiters.run(
+            {
+                var handled = context
+                let finished = finish(Self.handle(handler, &handled), handled, chain)
+                complete { finished }
+            },
+            withdrawn: {
+                var refused = context
+                let finished = finish(Self.refuse(Problem(ServiceError.stopping), &refused), refused, chain)
+                complete { finished }
+            })
+    }
+
+    /// Starts a lookup; its handler runs on the worker when the store answers, or the deadline's.
+    private func look(
+        _ lookup: RouteAnswer.Lookup, _ context: inout RequestContext, _ chain: [any RouterMiddleware],
+        complete: @escaping @Sendable (@escaping DeferredResponse.Finish) -> Void
+    ) throws(Problem) {
+        // The context as the lookup's start left it, read by the handler: it runs on the worker
+        // after `answer` has returned (`DeferredResponse`, `WaitingAnswer`).
+        let started = Mutex(context)
+        let pending = PendingAnswer(deadlines: answerDeadlines) { handler in
+            complete {
+                var context = started.withLock { $0 }
+                return finish(Self.handle(handler, &context), context, chain)
+            }
+        }
+        do {
+            try lookup(&context) { handler in pending.reply(handler) }
+        } catch {
+            throw Problem.answering(error)
+        }
+        started.withLock { $0 = context }
+        pending.startDeadline()
+    }
+
+    /// The handler's response, or its refusal's.
+    private static func handle(_ handler: RouteAnswer.Handler, _ context: inout RequestContext) -> HTTPResponse {
+        do {
+            return try handler(&context)
+        } catch {
+            return refuse(Problem.answering(error), &context)
         }
     }
 

@@ -27,10 +27,11 @@ final class RouterBuilder {
         routes.append(route)
     }
 
-    /// The router, with `middleware` around every request (also those no route matches); an
-    /// answer given later that has not come within `answerDeadline` is 503 `storage_unavailable`.
-    func router(middleware: [any RouterMiddleware], answerDeadline: Duration = .seconds(5)) -> Router {
-        Router(routes: routes, middleware: middleware, answerDeadline: answerDeadline)
+    /// The router, with `middleware` around every request (also those no route matches); a
+    /// lookup whose answer has not come within `answerDeadline` is 503 `storage_unavailable`;
+    /// offloaded handlers run on up to `offloadThreads` threads.
+    func router(middleware: [any RouterMiddleware], answerDeadline: Duration = .seconds(5), offloadThreads: Int = 8) -> Router {
+        Router(routes: routes, middleware: middleware, answerDeadline: answerDeadline, offloadThreads: offloadThreads)
     }
 }
 
@@ -45,9 +46,14 @@ struct RouteGroup {
         RouteGroup(builder: builder, prefix: self.prefix + prefix, middleware: middleware + more)
     }
 
-    /// A route answered at once.
-    func on(_ method: String, _ path: String, name: String, quiet: Bool = false, _ build: @escaping RouteAnswer.Build) {
-        add(method, path, name: name, quiet: quiet, .now(build))
+    /// A route answered at once, on the HTTP worker.
+    func on(_ method: String, _ path: String, name: String, quiet: Bool = false, _ handler: @escaping RouteAnswer.Handler) {
+        add(method, path, name: name, quiet: quiet, .now(handler))
+    }
+
+    /// A route answered from the offload threads (`RouteAnswer.offload`).
+    func offload(_ method: String, _ path: String, name: String, _ handler: @escaping RouteAnswer.Handler) {
+        add(method, path, name: name, .offload(handler))
     }
 
     /// A route of any answer.

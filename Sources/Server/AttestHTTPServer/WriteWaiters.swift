@@ -1,26 +1,24 @@
-import AttestStorage
 import Dispatch
 import Foundation
 import Synchronization
 
-/// Threads that run the store's work on behalf of the HTTP workers
-/// (`TokenService.attest(_:from:then:)`, `refresh(_:from:then:)`, a challenge's insert,
-/// `issueChallenge(clientID:from:then:)`, and revocations): a worker parses a request, hands
-/// it here and serves the next one, so that no connection it serves waits for a statement, and
-/// the writes that arrive while one commit is being flushed share the next flush (SQLite's group
-/// commit; PostgreSQL's own). As nginx's thread pools take blocking file operations off its
-/// event loops.
+/// The HTTP edge's offload threads: a route that must wait for the store (a durable write, a
+/// verification) runs its synchronous handler here (`RouteAnswer.offload`), so that the worker
+/// that parsed the request serves the next one and no connection it serves waits for a
+/// statement; the writes that arrive while one commit is flushed share the next flush (SQLite's
+/// group commit; PostgreSQL's own). As nginx's thread pools take blocking file operations off its
+/// event loops (docs/decisions/0005-offload-seam.md).
 ///
 /// Threads start when work arrives and none is idle, up to `limit`, and end after
-/// `idleLimit` without work, so a service that is never asked costs no thread. Work runs first
+/// `idleLimit` without work, so a server that is never asked costs no thread. Work runs first
 /// come, first served. `stop` comes after the HTTP server has stopped, when no answer can reach a
 /// client any more: work already running finishes (a write is never cut short), work still queued
 /// is withdrawn without running (its `withdrawn` closure runs instead: nothing of it was done,
 /// so its challenge is not spent, as for a request refused at a stop), and `stop` returns once
 /// the last thread has ended (the store is closed after it). Work given after `stop` is
 /// withdrawn at once, on the caller's thread.
-final class WriteWaiters: Sendable {
-    typealias Work = @Sendable () -> Void
+package final class WriteWaiters: Sendable {
+    package typealias Work = @Sendable () -> Void
 
     private struct Entry {
         let work: Work
@@ -39,20 +37,20 @@ final class WriteWaiters: Sendable {
     /// Entered by every thread started, left when it ends (`stop` waits for it).
     private let threads = DispatchGroup()
     /// The most threads at once.
-    let limit: Int
+    package let limit: Int
     private let idleLimit: Duration
 
-    init(limit: Int, idleLimit: Duration = .seconds(2)) {
+    package init(limit: Int, idleLimit: Duration = .seconds(2)) {
         self.limit = max(1, limit)
         self.idleLimit = idleLimit
     }
 
     /// Threads running now, and work waiting for one (tests, metrics).
-    var load: (threads: Int, queued: Int) { state.withLock { ($0.running, $0.queued.count) } }
+    package var load: (threads: Int, queued: Int) { state.withLock { ($0.running, $0.queued.count) } }
 
     /// Runs `work` on one of the threads; runs `withdrawn` instead if `stop` comes before `work`
     /// has started, or has begun already (then on this thread).
-    func run(_ work: @escaping Work, withdrawn: @escaping Work) {
+    package func run(_ work: @escaping Work, withdrawn: @escaping Work) {
         enum Next {
             case wake(DispatchSemaphore)
             case start
@@ -77,21 +75,8 @@ final class WriteWaiters: Sendable {
         }
     }
 
-    /// Runs `body` as `run` does, and tells `reply` its outcome; withdrawn, `reply` hears
-    /// `storage_unavailable` (the node is stopping).
-    func run<T: Sendable>(
-        _ body: @escaping @Sendable () throws(ServiceError) -> T, then reply: @escaping @Sendable (Result<T, ServiceError>) -> Void
-    ) {
-        run(
-            { reply(Result { () throws(ServiceError) -> T in try body() }) },
-            withdrawn: { reply(.failure(Self.stopping)) })
-    }
-
-    /// What withdrawn work is answered.
-    static let stopping = ServiceError.storage(StorageError(.unavailable, "attestd is stopping; nothing of this request was done"))
-
     /// Withdraws the queued work, lets the running work finish and waits until every thread has ended.
-    func stop() {
+    package func stop() {
         let (waiting, withdrawn) = state.withLock { state -> ([DispatchSemaphore], [Entry]) in
             state.stopping = true
             defer {
