@@ -6,7 +6,7 @@ import Testing
 
 @testable import AttestHTTPServer
 
-/// Stopping while answers are deferred (issue 18, L1): libmicrohttpd aborts the process when it is
+/// Stopping while answers are deferred (decision 0003): libmicrohttpd aborts the process when it is
 /// stopped with a connection suspended, so once `stop` has begun nothing parks any more.
 @Suite("HTTPServer: stopping while answers are deferred")
 struct StopWhileParkedTests {

@@ -4,8 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The real attestd on a PostgreSQL server that stops answering without closing anything (issue
-/// 18, M4), made with a proxy in front of the test server that goes silent.
+/// The real attestd on a PostgreSQL server that stops answering without closing anything
+/// (decision 0015), made with a proxy in front of the test server that goes silent.
 @Suite("attestd on a PostgreSQL that stops answering", .enabled(if: StoreBackend.available.contains(.postgresql)))
 struct AttestdSilentDatabaseTests {
     @Test(

@@ -6,9 +6,9 @@ import Testing
 @testable import AttestHTTP
 @testable import AttestService
 
-/// Issue 18, H1: a client ID not of the documented shape is refused at the edge, before a rate
-/// limiter, an integration hint, a metrics label or the store sees it. On PostgreSQL a NUL and
-/// anything after it would otherwise have been cut by libpq and reached the real integration.
+/// A client ID not of the documented shape is refused at the edge, before a rate limiter, an
+/// integration hint, a metrics label or the store sees it. On PostgreSQL a NUL and anything after
+/// it would otherwise have been cut by libpq and reached the real integration (decision 0020).
 @Suite("client_id shape at the API edge")
 struct ClientIDShapeTests {
     /// Spellings of the world's client ID that are not it, in JSON (`\u0000` is a NUL).

@@ -2,7 +2,7 @@ import AttestObservability
 import AttestServer
 import Testing
 
-/// A password given in `--db` on the command line shows in `ps` (issue 18, L4): attestd says so
+/// A password given in `--db` on the command line shows in `ps` (decision 0023): attestd says so
 /// at start and how to keep it out.
 @Suite("attestd: a database password on the command line")
 struct DatabasePasswordTests {

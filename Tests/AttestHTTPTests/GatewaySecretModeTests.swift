@@ -3,7 +3,7 @@ import AttestServer
 import Foundation
 import Testing
 
-/// The start-up warning about the gateway secret file's mode (issue 18, L7): the package's own
+/// The start-up warning about the gateway secret file's mode: the package's own
 /// `0640 root:attestd` is fine; a file other users can read, or a group attestd is not in, is not.
 @Suite("attestd: the gateway secret file's mode")
 struct GatewaySecretModeTests {

@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The purge runs on a queue of its own (issue 18, M4); stopping it waits for a purge under way,
+/// The purge runs on a queue of its own (decision 0015); stopping it waits for a purge under way,
 /// so that none writes after the store's last checkpoint at a clean stop.
 @Suite("PurgeTimer")
 struct PurgeTimerTests {

@@ -33,7 +33,7 @@ struct ReceiptRefreshConfigurationTests {
         #expect(ServerConfiguration.usage.contains("--secrets-key-file"))
     }
 
-    @Test("--apple-receipt-url is taken from the command line only: ATTESTD_APPLE_RECEIPT_URL is ignored (L5)")
+    @Test("--apple-receipt-url is taken from the command line only: ATTESTD_APPLE_RECEIPT_URL is ignored (decision 0022)")
     func receiptURLNotFromEnvironment() throws {
         let configuration = try ServerConfiguration.parse([], environment: ["ATTESTD_APPLE_RECEIPT_URL": "https://fake.example"])
         #expect(configuration.appleReceiptURL == nil)
@@ -41,7 +41,7 @@ struct ReceiptRefreshConfigurationTests {
     }
 
     @Test(
-        "--apple-receipt-url takes https:// to any host and plain http:// only to a loopback address (L5)",
+        "--apple-receipt-url takes https:// to any host and plain http:// only to a loopback address (decision 0022)",
         arguments: [
             ("https://data.example.com", true), ("https://10.0.0.5:8443/base", true), ("http://127.0.0.1:9", true),
             ("http://127.3.2.1", true), ("http://[::1]:8080/apple", true), ("HTTP://127.0.0.1:9", true),
@@ -55,7 +55,7 @@ struct ReceiptRefreshConfigurationTests {
         #expect((parsed?.appleReceiptURL != nil) == accepted, "\(url)")
     }
 
-    @Test("/healthz and /metrics say whether receipts go to Apple's hosts (L5)")
+    @Test("/healthz and /metrics say whether receipts go to Apple's hosts (decision 0022)")
     func receiptURLReported() throws {
         let apple = try HTTPWorld()
         let client = try apple.client()

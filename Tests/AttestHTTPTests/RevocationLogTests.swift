@@ -3,7 +3,7 @@ import AttestHTTPServer
 import AttestTesting
 import Testing
 
-/// Revocations through `/v1/revoke` leave a trace (issue 18, L6): the log line names a prefix of
+/// Revocations through `/v1/revoke` leave a trace (decision 0025): the log line names a prefix of
 /// the token's SHA-256 and, for a live token, its client ID; the answer still says nothing.
 @Suite("/v1/revoke: the log line")
 struct RevocationLogTests {

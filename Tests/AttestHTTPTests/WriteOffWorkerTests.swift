@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Attest and refresh answer once their durable write has committed, without holding their HTTP
-/// worker while it does (issue 22, item 3), and a challenge's insert holds none either: with one
+/// worker while it does (decision 0005), and a challenge's insert holds none either: with one
 /// worker, a write waiting for the database leaves the worker free for every other request.
 @Suite("HTTP: the durable write holds no worker")
 struct WriteOffWorkerTests {

@@ -102,7 +102,7 @@ final class LogLines: Sendable {
 
 @Suite("Receipt refresher against a fake Apple")
 struct ReceiptRefresherTests {
-    @Test("200 with a receipt naming another credential certificate: refused and not stored (M3: receipts are bound to the key)")
+    @Test("200 with a receipt naming another credential certificate: refused and not stored (decision 0021: receipts are bound to the key)")
     func anotherDevicesReceipt() throws {
         let world = try RefreshWorld(answer: HTTPResponse(status: 200))
         let foreign = try world.receipts.receipt(

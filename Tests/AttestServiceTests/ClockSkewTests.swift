@@ -6,8 +6,8 @@ import AttestTesting
 import Foundation
 import Testing
 
-/// Issue 21, item 1: a node whose clock strays from the shared database's refuses to serve and
-/// to purge, instead of deciding the expiry of every node's rows by a wrong clock.
+/// A node whose clock strays from the shared database's refuses to serve and to purge, instead
+/// of deciding the expiry of every node's rows by a wrong clock (decision 0014).
 @Suite("Clock against the database")
 struct ClockSkewTests {
     /// A service on its own database of `backend`, its clock at the real time now.

@@ -3,7 +3,7 @@ import AttestService
 import AttestTesting
 import Testing
 
-/// Who may spend an integration's budgets (issue 18, M1 and M2): only requests that every limit
+/// Who may spend an integration's budgets (decisions 0009 and 0010): only requests that every limit
 /// in their way allows, and for new keys only attestations that verified.
 @Suite("Rate-limit budgets")
 struct RateLimitBudgetTests {

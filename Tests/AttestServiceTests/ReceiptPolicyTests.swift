@@ -5,9 +5,9 @@ import AttestStorage
 import AttestTesting
 import Testing
 
-/// Issue 18, M3 and L2: the receipt and risk policies apply at every refresh and fail closed, a
-/// device's credential certificate is recorded for its receipts, and the cap of new keys holds
-/// under concurrent registrations.
+/// The receipt and risk policies apply at every refresh and fail closed, a device's credential
+/// certificate is recorded for its receipts, and the cap of new keys holds under concurrent
+/// registrations (decision 0021).
 @Suite("Receipt policy at refresh")
 struct ReceiptPolicyTests {
     @Test("a valid receipt required after a device attested is required at its next refresh")

@@ -2,8 +2,8 @@ import AttestStorage
 import AttestTesting
 import Testing
 
-/// Issue 21, item 4: with SQLite on a full disk reads go on, so readiness must hear of the writes
-/// that fail, and be ready again once writes succeed.
+/// With SQLite on a full disk reads go on, so readiness must hear of the writes that fail, and be
+/// ready again once writes succeed.
 @Suite("SQLite store on a full disk")
 struct FullDiskTests {
     @Test("a write refused for want of disk makes the readiness check fail until a write succeeds again")

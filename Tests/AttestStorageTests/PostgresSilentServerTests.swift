@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 
-/// A PostgreSQL server that stops answering without closing anything (issue 18, M4), made with a
+/// A PostgreSQL server that stops answering without closing anything (decision 0015), made with a
 /// proxy in front of the real test server: every call still returns, `unavailable`, within the
 /// connection's answer timeout or libpq's connect timeout.
 @Suite("PostgreSQL that stops answering", .enabled(if: StoreBackend.available.contains(.postgresql)))

@@ -30,7 +30,7 @@ struct PostgresStoreTests {
         #expect(try store.integrations().count == 2)
     }
 
-    @Test("a text parameter holding a NUL is refused as misuse, never cut short by libpq (issue 18, H1)")
+    @Test("a text parameter holding a NUL is refused as misuse, never cut short by libpq (decision 0020)")
     func refusesNULInText() throws {
         let location = try TestStoreLocation(.postgresql)
         let store = try location.open(at: Self.time, connections: 1)
@@ -329,7 +329,7 @@ struct StoreLocationTests {
             ("postgres://u@h/db?sslmode=require&password=pw", "postgres://u@h/db?sslmode=require&password=***"),
             ("postgresql:///attestd?host=/run/postgresql", "postgresql:///attestd?host=/run/postgresql"),
             ("postgresql://a%40b:p%3Aw@h:1/d", "postgresql://a%40b:***@h:1/d"),
-            // Issue 18, L4: every parameter whose name ends in "password", also percent-encoded.
+            // Decision 0023: every parameter whose name ends in "password", also percent-encoded.
             ("postgresql://u@h/d?sslpassword=key-pw&sslmode=require", "postgresql://u@h/d?sslpassword=***&sslmode=require"),
             ("postgresql://u@h/d?pass%77ord=pw", "postgresql://u@h/d?pass%77ord=***"),
             ("postgresql://u@h/d?SSL%50ASSWORD=pw&password=", "postgresql://u@h/d?SSL%50ASSWORD=***&password=***"),
@@ -342,7 +342,7 @@ struct StoreLocationTests {
     }
 
     @Test(
-        "a URI libpq cannot read, or would read part of the password from, is refused as misuse without libpq's words (L4)",
+        "a URI libpq cannot read, or would read part of the password from, is refused as misuse without libpq's words (decision 0023)",
         arguments: [
             ("postgresql://attestd:pa%zzword@127.0.0.1:1/attestd", "zzword"), ("postgresql://attestd:100%@127.0.0.1:1/attestd", "100%"),
             ("postgresql://attestd:pa/ss-word@127.0.0.1:1/attestd", "ss-word"),

@@ -4,8 +4,8 @@ import Foundation
 import Synchronization
 import Testing
 
-/// Issue 21, item 2: a node started while its PostgreSQL database cannot be used runs, answers
-/// `unavailable`, and comes up by itself once the database answers.
+/// A node started while its PostgreSQL database cannot be used runs, answers `unavailable`, and
+/// comes up by itself once the database answers.
 @Suite("PostgreSQL store opened during an outage", .enabled(if: StoreBackend.available.contains(.postgresql)))
 struct StartupRetryTests {
     @Test("answers unavailable until the database exists, then migrates by itself and serves")

@@ -547,7 +547,7 @@ struct TokenStoreContractTests {
     }
 
     @Test(
-        "two refreshes in the same second with a cap of 1: the token just minted survives, whatever its hash (L3)",
+        "two refreshes in the same second with a cap of 1: the token just minted survives, whatever its hash",
         arguments: StoreBackend.available)
     func keepLatestWithinOneSecond(_ backend: StoreBackend) throws {
         let world = try World(backend)
@@ -606,7 +606,7 @@ extension StoreStatistics {
 
 extension TokenStoreContractTests {
     @Test(
-        "a cap of new keys holds under concurrent registrations: counted inside the registering transaction (L2)",
+        "a cap of new keys holds under concurrent registrations: counted inside the registering transaction (decision 0021)",
         arguments: StoreBackend.available)
     func newKeyCapUnderConcurrency(_ backend: StoreBackend) throws {
         let world = try World(backend)

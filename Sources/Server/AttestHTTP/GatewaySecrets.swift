@@ -21,10 +21,10 @@ package final class GatewaySecrets: Sendable {
     package let file: String
     /// The secrets in force, read by every introspection and revocation without a lock.
     ///
-    /// Why not a lock: every gateway check takes it, and with 8 workers on 2 cores a lock here
-    /// was 10 % of introspection's CPU, spent waiting (docs/BENCHMARKS.md). A reload publishes a
-    /// new `Secrets`; the ones it replaced stay in `published`, so a check that loaded one a
-    /// moment before still reads live memory. They are a few hundred bytes per reload (SIGHUP).
+    /// Why not a lock: every gateway check takes it, and a lock here made the workers queue
+    /// (docs/BENCHMARKS.md). A reload publishes a new `Secrets`; the ones it replaced stay in
+    /// `published`, so a check that loaded one a moment before still reads live memory. They are a
+    /// few hundred bytes per reload (SIGHUP).
     private let current: Atomic<Unmanaged<Secrets>>
     /// Every `Secrets` published, kept alive for as long as this object.
     private let published: Mutex<[Secrets]>

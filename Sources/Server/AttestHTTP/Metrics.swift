@@ -30,8 +30,8 @@ package final class Metrics: Sendable, ServiceObserver {
     }
 
     /// Request counts and latencies, kept in several shards that the workers pick by thread, so
-    /// that every request's bookkeeping does not queue on one lock (contended under load: about
-    /// 3 % of authorize's CPU went to waiting for it); a scrape adds the shards up.
+    /// that every request's bookkeeping does not queue on one lock (contended under load,
+    /// docs/BENCHMARKS.md); a scrape adds the shards up.
     private final class RequestShard: Sendable {
         struct Counts {
             var requests: [RequestKey: UInt64] = [:]

@@ -16,7 +16,7 @@ enum RequestDecoding {
     static func requireContentType(_ request: HTTPRequest, _ type: MediaType) throws(Problem) {
         // Optional whitespace is spaces and tabs (RFC 9110 section 5.6.3). Compared byte by byte,
         // without Foundation or a lowercased copy: introspection runs this on every request, and
-        // CharacterSet trimming once cost it 9 % of its CPU, grapheme breaking later 4 %.
+        // CharacterSet trimming and grapheme breaking both showed in its profile (docs/BENCHMARKS.md).
         guard let value = request.header("Content-Type"),
             value[..<(value.utf8.firstIndex(of: UInt8(ascii: ";")) ?? value.endIndex)].trimmingASCIISpaces()
                 .equalsIgnoringASCIICase(type.rawValue)

@@ -21,9 +21,9 @@ extension Substring {
     /// Without the spaces and tabs around it: HTTP's optional whitespace (RFC 9110 section 5.6.3).
     ///
     /// Byte by byte, and on concrete types (a generic version was not specialised across
-    /// modules): a search by Character breaks graphemes, which cost introspect 4 % of its CPU in
-    /// its Content-Type check. Spaces and tabs are single bytes, so both ends fall on scalar
-    /// boundaries.
+    /// modules): a search by Character breaks graphemes, which showed in introspect's profile in
+    /// its Content-Type check (docs/BENCHMARKS.md). Spaces and tabs are single bytes, so both ends
+    /// fall on scalar boundaries.
     package func trimmingASCIISpaces() -> Substring {
         let bytes = utf8
         guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),

@@ -9,8 +9,7 @@ final class ClockCheck: Sendable {
     /// when the store has no other clock (SQLite) or nothing was measured yet.
     ///
     /// Why an atomic: every request reads it (`requireAgreeingClock`), and a lock taken by every
-    /// worker for it made them queue: with 8 workers on 2 cores, 11 % of introspection's CPU was
-    /// spent waiting for that lock (docs/BENCHMARKS.md).
+    /// worker for it made them queue (docs/BENCHMARKS.md).
     private let measured = Atomic<UInt64>(ClockCheck.unmeasured)
 
     /// A NaN no measurement produces (`database - (before + after) / 2` of finite times).

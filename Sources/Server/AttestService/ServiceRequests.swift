@@ -7,7 +7,7 @@ package import AttestStorage
 ///
 /// Why so strict: libpq sends text parameters as C strings, so `clid_<real>\u{0}anything` would
 /// select the real integration while every in-memory key (limiter buckets, hints, labels) saw a
-/// new string: unbounded memory, a bypassed rate limit and forged metrics lines (issue 18, H1).
+/// new string: unbounded memory, a bypassed rate limit and forged metrics lines (decision 0020).
 package struct ClientID: Sendable, Hashable, CustomStringConvertible {
     /// The ID as issued and stored.
     package let text: String

@@ -82,7 +82,7 @@ package final class TokenService: Sendable {
 
     /// Both limits a challenge spends, in one step: a request refused by its address's own limit
     /// must not also spend the integration's budget, or one address held to its limit drains
-    /// every other device's challenges (issue 18, M2).
+    /// every other device's challenges (decision 0010).
     private func takeChallengeBudget(_ clientID: String, from address: String, now: Int64) throws(ServiceError) {
         if let wait = limiter.take(
             [(.challenges(clientID: clientID), policy.challengePerIntegration), (.address(address), policy.perAddress)],
