@@ -1,5 +1,5 @@
-"""What the Python checks share (scripts/reliability.py and its modules in scripts/reliability_checks/,
-scripts/check_*.py; python3 standard library only).
+"""What the Python checks share (scripts/lib/check_*.py and the package scripts/lib/check_reliability/;
+python3 standard library only).
 
 - Tally: PASS/FAIL lines, their counts and the closing "N passed, N failed" line (scripts/lib/tally.sh is
   the same for the bash checks);

@@ -1,4 +1,4 @@
-"""The Swift blocks of a Markdown file, for scripts/check-apple-client.
+"""The Swift blocks of a Markdown file, for scripts/check apple-client.
 
 --extract DOC DIR   writes block N (from 1, in order) to DIR/N/main.swift
 --check-fences DOC  fails when a fence is left open (a block that would silently not be checked)

@@ -1,4 +1,4 @@
-# Shared by scripts/test, scripts/check-cluster and scripts/bench-load: a throwaway PostgreSQL
+# Shared by scripts/test, scripts/check cluster and scripts/bench-load: a throwaway PostgreSQL
 # cluster in a temporary directory, on a free loopback port, removed by attestd_stop_postgres.
 #
 # attestd_start_postgres sets:

@@ -1,4 +1,4 @@
-# Used by scripts/check-failover, after scripts/lib/postgres.sh's attestd_start_postgres (the
+# Used by scripts/check failover, after scripts/lib/postgres.sh's attestd_start_postgres (the
 # primary): a synchronous streaming standby of it in another temporary directory, on another free
 # loopback port, removed by attestd_stop_standby.
 #

@@ -1,5 +1,5 @@
-# PASS/FAIL lines and their count for the bash checks (check-nginx, check-package, check-alerts,
-# check-backup): the same lines as the Python checks' Tally (scripts/lib/attestd_testlib.py):
+# PASS/FAIL lines and their count for the bash checks (scripts/checks/nginx, package, alerts,
+# backup, readme-demo): the same lines as the Python checks' Tally (scripts/lib/attestd_testlib.py):
 #   PASS: name
 #   FAIL: name: detail
 # and, at the end, "N passed, N failed" alone on a line (what CI reads).

@@ -1,12 +1,12 @@
-"""The command line of scripts/reliability."""
+"""The command line of `scripts/check reliability`."""
 
 import random
 import re
 import sys
 
 USAGE = """\
-usage: scripts/reliability [--quick] [--only wire,slow,crash,busy,soak] [--cycles N] [--soak-seconds S]
-                           [--seed N] [--keep DIR]
+usage: scripts/check reliability [--quick] [--only wire,slow,crash,busy,soak] [--cycles N] [--soak-seconds S]
+                                 [--seed N] [--keep DIR]
   --quick           CI form: 4 crash cycles, a 75 s soak, no extra slow-client runs (under ~6 minutes)
   --only LIST       run only these parts (comma-separated; default all)
   --cycles N        kill -9 cycles (1-200; default 20, or 4 with --quick)
@@ -15,7 +15,7 @@ usage: scripts/reliability [--quick] [--only wire,slow,crash,busy,soak] [--cycle
   --keep DIR        copy the raw results (per-case table, samples, logs) to DIR
 """
 PARTS = ["wire", "slow", "crash", "busy", "soak"]
-HELP_SHOWN = 10  # exit status of --check-options after --help: scripts/reliability stops with 0
+HELP_SHOWN = 10  # exit status of --check-options after --help: scripts/checks/reliability stops with 0
 
 
 class Options:
@@ -23,8 +23,8 @@ class Options:
 
 
 def parse_options(argv, checking=False):
-    """The command line, as scripts/reliability documents it; exits 64 (usage) on a bad one, and after --help
-    with 0 (HELP_SHOWN when `checking`, so that scripts/reliability stops there)."""
+    """The command line, as `scripts/check reliability` documents it; exits 64 (usage) on a bad one, and after --help
+    with 0 (HELP_SHOWN when `checking`, so that scripts/checks/reliability stops there)."""
     o = Options()
     o.quick, o.only, o.cycles, o.soak_seconds, o.seed, o.keep = False, ",".join(PARTS), "", "", "", ""
     args = list(argv)
@@ -33,7 +33,7 @@ def parse_options(argv, checking=False):
         if arg in ("--only", "--cycles", "--soak-seconds", "--seed", "--keep"):
             if not args or not args[0]:
                 what = {"--only": "a list", "--keep": "a directory"}.get(arg, "a number")
-                print("scripts/reliability: %s needs %s" % (arg, what), file=sys.stderr)
+                print("scripts/check reliability: %s needs %s" % (arg, what), file=sys.stderr)
                 sys.exit(1)
             setattr(o, arg[2:].replace("-", "_"), args.pop(0))
         elif arg == "--quick":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The console in a real browser: Debian's headless Chromium driven by Selenium (chromedriver), against
 a real attestd (the binaries of $ATTESTD_BIN) on loopback, with synthetic devices from `attestctl
-simulate`. Run by scripts/check-console, which makes the virtualenv; prints PASS/FAIL lines and
+simulate`. Run by scripts/check console, which makes the virtualenv; prints PASS/FAIL lines and
 "N passed, N failed".
 
 As a workspace owner (its key from attestctl): sign in, create an integration (first with a bad Team ID:
@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
 from attestd_testlib import HOST, Attestd, Tally  # noqa: E402
 
 from selenium import webdriver  # noqa: E402

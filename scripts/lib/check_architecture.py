@@ -9,7 +9,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KINDS = r"\.(target|executableTarget|testTarget|systemLibrary|plugin)\("
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Prints the README's demo ("See it work in a minute") as two shell scripts, so that
-scripts/check-readme-demo runs its commands exactly as written: `server` the line that starts
+scripts/check readme-demo runs its commands exactly as written: `server` the line that starts
 attestd (scripts/run ...), `client` every other command, in order. Backslash-continued lines stay
 one command.
 
-    python3 scripts/readme_demo.py README.md server|client
+    python3 scripts/lib/check_readme_demo.py README.md server|client
 """
 
 import sys

@@ -11,8 +11,8 @@ Attest (`--attest perf.data RATE SECONDS`: the rate attest ran at and the second
 from the samples each library took (self time: OpenSSL and SQLite have no frame pointers) and
 the system calls' stacks, and the share of the core left idle, which with one HTTP thread is
 time spent waiting for a flush.
-Usage: python3 scripts/profile_split.py perf.data
-       python3 scripts/profile_split.py --attest perf.data RATE SECONDS
+Usage: python3 scripts/lib/profile_split.py perf.data
+       python3 scripts/lib/profile_split.py --attest perf.data RATE SECONDS
 """
 import re
 import subprocess

@@ -1,4 +1,4 @@
-"""PostgreSQL failover under load; run by scripts/check-failover, which starts a primary
+"""PostgreSQL failover under load; run by scripts/check failover, which starts a primary
 (scripts/lib/postgres.sh: PG_URL, PG_BIN, PG_DIR, PG_PORT) and its synchronous streaming standby
 (scripts/lib/postgres_standby.sh: STANDBY_DIR, STANDBY_PORT, STANDBY_NAME), all on loopback.
 
@@ -34,10 +34,10 @@ import threading
 import time
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
 from attestd_testlib import Attestd, Tally, alive, create_integration  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOST = "127.0.0.1"
 APP_ID = "ABCDE12345.com.example.app"
 DEVICES = 4             # trace threads, one device each, alternating between the two nodes
@@ -78,7 +78,7 @@ def psql(socket_dir, port, sql, database="attestd"):
 
 
 def shell(function):
-    """Runs a function of scripts/lib/postgres_standby.sh (with the environment scripts/check-failover exported)."""
+    """Runs a function of scripts/lib/postgres_standby.sh (with the environment scripts/check failover exported)."""
     subprocess.run(["bash", "-c", ". scripts/lib/deps.sh; . scripts/lib/postgres.sh; . scripts/lib/postgres_standby.sh; "
                     + function], cwd=ROOT, check=True, timeout=60, stdout=subprocess.DEVNULL)
 

@@ -21,7 +21,7 @@ from .tools import sqlite_cli
 
 # Each part is a function of the Run (in the order of PARTS).
 PART_FUNCTIONS = {"wire": wire.part, "slow": slow.part, "crash": crash.part, "busy": busy.part, "soak": soak.part}
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 class Run:
@@ -161,7 +161,7 @@ def versions():
 
 
 def main(argv):
-    if argv[:1] == ["--check-options"]:  # scripts/reliability checks the command line before it installs or builds
+    if argv[:1] == ["--check-options"]:  # scripts/checks/reliability checks the command line before it installs or builds
         parse_options(argv[1:], checking=True)
         return 0
     o = parse_options(argv)
@@ -175,7 +175,7 @@ def main(argv):
     run = Run(o)
     try:
         swift, mhd = versions()
-        print("scripts/reliability: %s form, parts %s, seed %d, %d cores, %s, %s" % (
+        print("scripts/check reliability: %s form, parts %s, seed %d, %d cores, %s, %s" % (
             "quick" if o.quick else "long", o.only, o.seed, len(os.sched_getaffinity(0)), swift, mhd))
         started = time.monotonic()
         for number, name in enumerate(PARTS, 1):

@@ -3,7 +3,7 @@ the fuzz target reaches starts from valid inputs: every recorded attestation and
 every CBOR vector, every recorded receipt (inside the recorded attestations and in the veehaitch
 YAML files) and each receipt's signed content (the DER payload), and a few request bodies (device,
 admin, form), fields, headers (Authorization, Cookie, Content-Type) and paths.
-Run from the repository's root: python3 scripts/fuzz_corpus.py OUT
+Run from the repository's root: python3 scripts/lib/fuzz_corpus.py OUT
 """
 
 import base64

@@ -1,4 +1,4 @@
-"""The reliability checks of scripts/reliability, by area (scripts/reliability.py is the entry):
+"""The reliability checks of `scripts/check reliability`, by area (__main__.py is the entry):
 
   options.py      the command line (--quick, --only, --cycles, --soak-seconds, --seed, --keep)
   run.py          Run: the parts in order, each on its own attestd, one Tally; cleanup; main()
@@ -10,5 +10,5 @@
   rawhttp.py      HTTP on raw sockets, /healthz latency
   tools.py        the sqlite3 CLI, /proc, attestctl simulate's reports
 
-python3 standard library, plus scripts/lib/attestd_testlib.py (on sys.path: scripts/reliability.py puts it there).
+python3 standard library, plus scripts/lib/attestd_testlib.py (on sys.path: __main__.py puts scripts/lib/ there).
 """

@@ -1,4 +1,4 @@
-"""Three attestd nodes on one PostgreSQL behind nginx round robin; run by scripts/check-cluster,
+"""Three attestd nodes on one PostgreSQL behind nginx round robin; run by scripts/check cluster,
 which installs PostgreSQL and nginx, starts a throwaway cluster and exports PG_URL, PG_BIN, PG_DIR,
 PG_PORT and PG_OPTIONS (scripts/lib/postgres.sh).
 
@@ -41,10 +41,10 @@ import threading
 import time
 
 sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
 from attestd_testlib import Attestd, Tally, create_integration, free_port  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures", "appattest", "recorded")
 HOST = "127.0.0.1"
 
@@ -279,7 +279,7 @@ def authorizes(port, token):
 
 
 def postgres(action):
-    """Runs a function of scripts/lib/postgres.sh on the cluster scripts/check-cluster started."""
+    """Runs a function of scripts/lib/postgres.sh on the cluster scripts/check cluster started."""
     subprocess.run(["bash", "-c", ". scripts/lib/deps.sh; . scripts/lib/postgres.sh; " + action], cwd=ROOT, check=True,
                    timeout=90, stdout=subprocess.DEVNULL)
 

@@ -1,10 +1,10 @@
-"""The parts of scripts/check-package that need more than a shell (python3 standard library only):
+"""The parts of scripts/check package that need more than a shell (python3 standard library only):
 
-    python3 scripts/check_package.py burst BASE CLIENT_ID
+    python3 scripts/lib/check_package.py burst BASE CLIENT_ID
         100 challenges at once from 127.0.0.1 (12 threads), then 200 connections held open together, each
         answering GET /healthz. Prints "ok limited other seconds served refused" (limited: 429s).
 
-    python3 scripts/check_package.py syscall-filter UNIT GROUPS
+    python3 scripts/lib/check_package.py syscall-filter UNIT GROUPS
         The unit's SystemCallFilter= as an allow list, the groups (@...) expanded with GROUPS (the output of
         `systemd-analyze syscall-filter`). Prints two lines: "COUNT error=ERRNO" (or "signal=SIGSYS": the
         unit's SystemCallErrorNumber=), then the allowed calls as strace's inject list ("?name,?name,...").

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""The checks of scripts/check-alerts that need more than a shell: reads the alerting rules, their
+"""The checks of scripts/check alerts that need more than a shell: reads the alerting rules, their
 promtool unit tests, a /metrics scrape of a fresh attestd and docs/OPERATIONS.md, and prints one
-`PASS: name` or `FAIL: name: why` line per check (scripts/lib/attestd_testlib.py's Tally; scripts/check-alerts
+`PASS: name` or `FAIL: name: why` line per check (scripts/lib/attestd_testlib.py's Tally; scripts/check alerts
 counts them).
 
-    python3 scripts/check_alerts.py --rules deploy/prometheus/attestd-alerts.yml \\
+    python3 scripts/lib/check_alerts.py --rules deploy/prometheus/attestd-alerts.yml \\
         --tests deploy/prometheus/attestd-alerts.test.yml --metrics scrape.txt --runbook docs/OPERATIONS.md
 
 Checks:
@@ -28,7 +28,7 @@ import sys
 import yaml
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
 from attestd_testlib import Tally  # noqa: E402
 
 # Series Prometheus records itself for every scrape target: never in /metrics.

@@ -1,4 +1,4 @@
-"""Checks docs/openapi.yaml against a live attestd; run by scripts/check-openapi (which installs what is
+"""Checks docs/openapi.yaml against a live attestd; run by scripts/check openapi (which installs what is
 needed, makes the virtualenv with schemathesis and locates the binaries), with that virtualenv's python.
 
   A. a recorded device (fixtures/appattest/recorded/veehaitch_ios-14.4_*) replayed through
@@ -39,10 +39,10 @@ import time
 import traceback
 
 sys.dont_write_bytecode = True  # no __pycache__ in the checkout
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
 from attestd_testlib import Attestd, Tally, create_integration, exit_status  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC = os.path.join(ROOT, "docs", "openapi.yaml")
 FIXTURES = os.path.join(ROOT, "fixtures", "appattest", "recorded")
 ST_CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,"
