@@ -136,7 +136,52 @@ def time_assertions(raw, client_data_hash, public_key, config, seconds):
             return count / (now - start)
 
 
-def main():
+def sanity_checks(loop, moment, attestation, assertion):
+    """Before any timing: pyattest refuses the recorded chain at the current time, accepts it at the
+    recorded one, refuses a flipped byte of the client data; accepts the recorded assertion and refuses
+    a flipped byte of its clientDataHash. Pins the validation time (die() on any surprise)."""
+    att_raw, client_data, config = attestation
+    asr_raw, asr_hash, public_key, asr_config = assertion
+    # 1. Without the pinned time the recorded (expired) chain must be refused:
+    #    proves that the time pin below is what makes it pass.
+    try:
+        loop.run_until_complete(verify_attestation(att_raw, client_data, config))
+        die("pyattest accepted the recorded attestation at the current time (leaf should be expired)")
+    except InvalidCertificateChainException:
+        pass
+
+    pin_validation_time(moment)
+
+    # 2. Accepts the recorded attestation at the recorded time.
+    try:
+        verified = loop.run_until_complete(verify_attestation(att_raw, client_data, config))
+    except PyAttestException as exc:
+        die(f"pyattest rejected the recorded attestation at {moment.isoformat()}: {type(exc).__name__}: {exc!r}")
+    if not verified.verified:
+        die("pyattest did not mark the attestation verified")
+
+    # 3. Rejects the same object when one byte of the client data (nonce input) changes.
+    try:
+        loop.run_until_complete(verify_attestation(att_raw, flip_one_byte(client_data), config))
+        die("pyattest accepted the attestation with one byte of the client data flipped")
+    except InvalidNonceException:
+        pass
+    except PyAttestException as exc:
+        die(f"flipped client data rejected for the wrong reason: {type(exc).__name__}")
+
+    # 4. Assertion: accepts the recorded one, rejects a one-byte change of clientDataHash.
+    try:
+        verify_assertion(asr_raw, asr_hash, public_key, asr_config)
+    except (InvalidSignature, PyAttestException) as exc:
+        die(f"pyattest rejected the recorded assertion: {type(exc).__name__}: {exc!r}")
+    try:
+        verify_assertion(asr_raw, flip_one_byte(asr_hash), public_key, asr_config)
+        die("pyattest accepted the assertion with one byte of clientDataHash flipped")
+    except InvalidSignature:
+        pass
+
+
+def parse_options():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--case",
@@ -157,7 +202,11 @@ def main():
         if not args.case.endswith("_attestation.json"):
             die("--assertion-case is required when --case is not *_attestation.json")
         args.assertion_case = args.case[: -len("_attestation.json")] + "_assertion.json"
+    return args
 
+
+def main():
+    args = parse_options()
     att = load_case(args.case, "attestation")
     asr = load_case(args.assertion_case, "assertion")
     with open(args.root, "rb") as handle:
@@ -191,43 +240,7 @@ def main():
     # --- Sanity checks, before any timing --------------------------------------------------
     loop = asyncio.new_event_loop()
     try:
-        # 1. Without the pinned time the recorded (expired) chain must be refused:
-        #    proves that the time pin below is what makes it pass.
-        try:
-            loop.run_until_complete(verify_attestation(att_raw, client_data, config))
-            die("pyattest accepted the recorded attestation at the current time (leaf should be expired)")
-        except InvalidCertificateChainException:
-            pass
-
-        pin_validation_time(moment)
-
-        # 2. Accepts the recorded attestation at the recorded time.
-        try:
-            verified = loop.run_until_complete(verify_attestation(att_raw, client_data, config))
-        except PyAttestException as exc:
-            die(f"pyattest rejected the recorded attestation at {moment.isoformat()}: {type(exc).__name__}: {exc!r}")
-        if not verified.verified:
-            die("pyattest did not mark the attestation verified")
-
-        # 3. Rejects the same object when one byte of the client data (nonce input) changes.
-        try:
-            loop.run_until_complete(verify_attestation(att_raw, flip_one_byte(client_data), config))
-            die("pyattest accepted the attestation with one byte of the client data flipped")
-        except InvalidNonceException:
-            pass
-        except PyAttestException as exc:
-            die(f"flipped client data rejected for the wrong reason: {type(exc).__name__}")
-
-        # 4. Assertion: accepts the recorded one, rejects a one-byte change of clientDataHash.
-        try:
-            verify_assertion(asr_raw, asr_hash, public_key, asr_config)
-        except (InvalidSignature, PyAttestException) as exc:
-            die(f"pyattest rejected the recorded assertion: {type(exc).__name__}: {exc!r}")
-        try:
-            verify_assertion(asr_raw, flip_one_byte(asr_hash), public_key, asr_config)
-            die("pyattest accepted the assertion with one byte of clientDataHash flipped")
-        except InvalidSignature:
-            pass
+        sanity_checks(loop, moment, (att_raw, client_data, config), (asr_raw, asr_hash, public_key, asr_config))
 
         # --- Timing ---------------------------------------------------------------------------
         att_rate = loop.run_until_complete(time_attestations(att_raw, client_data, config, args.seconds))

@@ -295,120 +295,11 @@ def phase_b(tally, args, work, pg_url):
         client_id = create_integration(attestctl, pg_url, "ws_cluster", "cluster", "ABCDE12345", "com.example.app",
                                        extra=("--environment", "production"))
 
-        # 1. The simulator through the balancer.
-        run = simulate(args, cluster.balancer, client_id, devices=24, refreshes=3)
-        tally.check(run.returncode == 0, "B1: attestctl simulate, 24 devices x 3 refreshes through the balancer, all steps succeeded"
-                    + ("" if run.returncode == 0 else ": " + (run.stdout + run.stderr)[-600:]))
-
-        # 2. A challenge issued by node 1, redeemed through node 2, then refused on node 3.
-        code, out, err = load(args, "race-challenge", cluster.ports()[:2], client_id, count=1)
-        tally.check(code == 0 and json.loads(out or "{}") == {"ok": 1},
-                    "B2: a challenge issued by one node is redeemed through another (%s)" % (out or err))
-        status, _, _ = request(cluster.ports()[0], "POST", "/v1/challenge", {"client_id": client_id})
-        tally.check(status == 200, "B2: every node issues challenges for the same integration")
-
-        # 3. The races.
-        code, out, err = load(args, "race-challenge", cluster.ports(), client_id, count=12)
-        tally_json = json.loads(out or "{}")
-        tally.check(code == 0 and tally_json.get("ok") == 1 and tally_json.get("401 invalid_challenge/challenge_used") == 11,
-                    "B3: one challenge, 12 attestations over 3 nodes: one registers, 11 get 401 challenge_used (%s)" % (out or err))
-        code, out, err = load(args, "race-counter", cluster.ports(), client_id, count=12)
-        tally_json = json.loads(out or "{}")
-        tally.check(code == 0 and tally_json.get("ok") == 1 and tally_json.get("401 assertion_rejected/counter_not_increasing") == 11,
-                    "B3: one counter, 12 assertions over 3 nodes: one advances, 11 get 401 counter_not_increasing (%s)"
-                    % (out or err))
-
-        # 4. A revocation seen by every node on its next request.
-        doomed = create_integration(attestctl, pg_url, "ws_doomed", "doomed", "ABCDE12345", "com.example.app",
-                                    extra=("--environment", "production"))
-        tokens = [token_for(args, port, doomed) for port in cluster.ports()]
-        tally.check(all(tokens) and all(authorizes(port, t) for port in cluster.ports() for t in tokens),
-                    "B4: tokens minted on each node authorize on every node")
-        revoke = subprocess.run([attestctl, "integration", "revoke", doomed, "--yes", "--db", pg_url], capture_output=True,
-                                text=True, timeout=60)
-        refused = [not authorizes(port, t) for port in cluster.ports() for t in tokens]
-        challenges = [request(port, "POST", "/v1/challenge", {"client_id": doomed})[0] for port in cluster.ports()]
-        tally.check(revoke.returncode == 0 and all(refused) and challenges == [403, 403, 403],
-                    "B4: once attestctl revoke returned, every node refuses all its tokens and challenges (challenge: %s)"
-                    % challenges)
-
-        # 5. kill -9 of one node while devices register through the balancer.
-        acknowledged = []
-        errors = []
-        lock = threading.Lock()
-        stop_at = time.monotonic() + 8
-
-        def register_loop():
-            while time.monotonic() < stop_at:
-                token = token_for(args, cluster.balancer, client_id)
-                with lock:
-                    (acknowledged if token else errors).append(token)
-
-        threads = [threading.Thread(target=register_loop) for _ in range(3)]
-        for thread in threads:
-            thread.start()
-        time.sleep(3)
-        victim = cluster.nodes[1]
-        victim.kill9()
-        for thread in threads:
-            thread.join(timeout=60)
-        survivors = cluster.ports()
-        lost = [t for t in acknowledged if not all(authorizes(port, t) for port in survivors)]
-        tally.check(len(survivors) == 2 and acknowledged and not lost,
-                    "B5: kill -9 of a node under load: %d registrations acknowledged, all their tokens authorize on both "
-                    "survivors (%d lost; %d requests failed in flight)" % (len(acknowledged), len(lost), len(errors)))
-        after = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
-        tally.check(after.returncode == 0, "B5: after the kill the balancer's other nodes serve every device")
-
-        # 6. PostgreSQL restart.
-        postgres("attestd_pause_postgres")
-        answers = []
-        for port in survivors:
-            started = time.monotonic()
-            ready = request(port, "GET", "/readyz", timeout=15)
-            challenge = request(port, "POST", "/v1/challenge", {"client_id": client_id}, timeout=15)
-            health = request(port, "GET", "/healthz", timeout=15)
-            # authorize answers from a lookup the HTTP worker does not wait for (a deferred answer).
-            authorize = request(port, "GET", "/v1/authorize", headers={"Authorization": "Bearer " + tokens[0]}, timeout=15)
-            answers.append((ready[0], "retry-after" in ready[1], challenge[0], challenge[2].get("code"), "retry-after" in challenge[1],
-                            health[0], authorize[0], "retry-after" in authorize[1], time.monotonic() - started))
-        tally.check(all(a[:8] == (503, True, 503, "storage_unavailable", True, 200, 503, True) and a[8] < 10 for a in answers),
-                    "B6: PostgreSQL down: every node answers /readyz, /v1/challenge and /v1/authorize 503 (storage_unavailable) "
-                    "with Retry-After, /healthz 200, within seconds (%s)"
-                    % ["%d/%d/%d/%d in %.1f s" % (a[0], a[2], a[5], a[6], a[8]) for a in answers])
-        postgres("attestd_pg_ctl_start")
-        deadline = time.monotonic() + 20
-        recovered = False
-        while time.monotonic() < deadline and not recovered:
-            recovered = all(request(port, "GET", "/readyz")[0] == 200 for port in survivors)
-            if not recovered:
-                time.sleep(0.5)
-        tally.check(recovered, "B6: PostgreSQL back: every node is ready again without a restart")
-        again = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
-        tally.check(again.returncode == 0, "B6: and serves devices through the balancer")
-        # 7. PostgreSQL crash: challenges are UNLOGGED, so crash recovery empties their table;
-        # a challenge outstanding at the crash is unknown afterwards, and devices ask again.
-        def present(challenge):
-            """POST /v1/token with `challenge` and an assertion that can never verify: (status, reason)."""
-            body = {"client_id": client_id, "key_id": base64.b64encode(bytes(32)).decode(), "challenge": challenge,
-                    "assertion": base64.b64encode(b"\xa0").decode()}
-            status, _, answer = request(cluster.balancer, "POST", "/v1/token", body)
-            return status, answer.get("reason")
-
-        before_crash = [request(cluster.balancer, "POST", "/v1/challenge", {"client_id": client_id})[2].get("challenge")
-                        for _ in range(2)]
-        known = present(before_crash[0])
-        postgres("attestd_crash_postgres")
-        postgres("attestd_pg_ctl_start")
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not all(request(port, "GET", "/readyz")[0] == 200 for port in survivors):
-            time.sleep(0.5)
-        unknown = present(before_crash[1])
-        tally.check(known[1] != "challenge_unknown" and unknown == (401, "challenge_unknown"),
-                    "B7: PostgreSQL crash: a challenge issued before it is unknown after recovery (before: %s, after: %s)"
-                    % (known, unknown))
-        after_crash = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
-        tally.check(after_crash.returncode == 0, "B7: devices ask again and attest and refresh through the balancer")
+        races(tally, args, cluster, client_id)
+        tokens = revocation(tally, args, cluster, pg_url)
+        victim, survivors = kill_under_load(tally, args, cluster, client_id)
+        database_restart(tally, args, cluster, client_id, survivors, tokens)
+        database_crash(tally, args, cluster, client_id, survivors)
         tally.check(all(node.running() for node in cluster.nodes if node is not victim),
                     "B: the surviving nodes ran throughout (no restart)")
         logs = "".join(node.log_text() for node in cluster.nodes)
@@ -416,6 +307,140 @@ def phase_b(tally, args, work, pg_url):
         tally.check(password not in logs, "B: the database password appears in no node's log")
     finally:
         cluster.stop()
+
+
+def races(tally, args, cluster, client_id):
+    """B1-B3: the simulator through the balancer; a challenge across nodes; the challenge and counter races."""
+    # 1. The simulator through the balancer.
+    run = simulate(args, cluster.balancer, client_id, devices=24, refreshes=3)
+    tally.check(run.returncode == 0, "B1: attestctl simulate, 24 devices x 3 refreshes through the balancer, all steps succeeded"
+                + ("" if run.returncode == 0 else ": " + (run.stdout + run.stderr)[-600:]))
+
+    # 2. A challenge issued by node 1, redeemed through node 2, then refused on node 3.
+    code, out, err = load(args, "race-challenge", cluster.ports()[:2], client_id, count=1)
+    tally.check(code == 0 and json.loads(out or "{}") == {"ok": 1},
+                "B2: a challenge issued by one node is redeemed through another (%s)" % (out or err))
+    status, _, _ = request(cluster.ports()[0], "POST", "/v1/challenge", {"client_id": client_id})
+    tally.check(status == 200, "B2: every node issues challenges for the same integration")
+
+    # 3. The races.
+    code, out, err = load(args, "race-challenge", cluster.ports(), client_id, count=12)
+    tally_json = json.loads(out or "{}")
+    tally.check(code == 0 and tally_json.get("ok") == 1 and tally_json.get("401 invalid_challenge/challenge_used") == 11,
+                "B3: one challenge, 12 attestations over 3 nodes: one registers, 11 get 401 challenge_used (%s)" % (out or err))
+    code, out, err = load(args, "race-counter", cluster.ports(), client_id, count=12)
+    tally_json = json.loads(out or "{}")
+    tally.check(code == 0 and tally_json.get("ok") == 1 and tally_json.get("401 assertion_rejected/counter_not_increasing") == 11,
+                "B3: one counter, 12 assertions over 3 nodes: one advances, 11 get 401 counter_not_increasing (%s)"
+                % (out or err))
+
+
+def revocation(tally, args, cluster, pg_url):
+    """B4: a revocation seen by every node; the tokens of the revoked integration, one per node."""
+    attestctl = os.path.join(args.bin, "attestctl")
+    # 4. A revocation seen by every node on its next request.
+    doomed = create_integration(attestctl, pg_url, "ws_doomed", "doomed", "ABCDE12345", "com.example.app",
+                                extra=("--environment", "production"))
+    tokens = [token_for(args, port, doomed) for port in cluster.ports()]
+    tally.check(all(tokens) and all(authorizes(port, t) for port in cluster.ports() for t in tokens),
+                "B4: tokens minted on each node authorize on every node")
+    revoke = subprocess.run([attestctl, "integration", "revoke", doomed, "--yes", "--db", pg_url], capture_output=True,
+                            text=True, timeout=60)
+    refused = [not authorizes(port, t) for port in cluster.ports() for t in tokens]
+    challenges = [request(port, "POST", "/v1/challenge", {"client_id": doomed})[0] for port in cluster.ports()]
+    tally.check(revoke.returncode == 0 and all(refused) and challenges == [403, 403, 403],
+                "B4: once attestctl revoke returned, every node refuses all its tokens and challenges (challenge: %s)"
+                % challenges)
+    return tokens
+
+
+def kill_under_load(tally, args, cluster, client_id):
+    """B5: kill -9 of a node under load: (the node killed, the ports of the survivors)."""
+    # 5. kill -9 of one node while devices register through the balancer.
+    acknowledged = []
+    errors = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + 8
+
+    def register_loop():
+        while time.monotonic() < stop_at:
+            token = token_for(args, cluster.balancer, client_id)
+            with lock:
+                (acknowledged if token else errors).append(token)
+
+    threads = [threading.Thread(target=register_loop) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(3)
+    victim = cluster.nodes[1]
+    victim.kill9()
+    for thread in threads:
+        thread.join(timeout=60)
+    survivors = cluster.ports()
+    lost = [t for t in acknowledged if not all(authorizes(port, t) for port in survivors)]
+    tally.check(len(survivors) == 2 and acknowledged and not lost,
+                "B5: kill -9 of a node under load: %d registrations acknowledged, all their tokens authorize on both "
+                "survivors (%d lost; %d requests failed in flight)" % (len(acknowledged), len(lost), len(errors)))
+    after = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
+    tally.check(after.returncode == 0, "B5: after the kill the balancer's other nodes serve every device")
+    return victim, survivors
+
+
+def database_restart(tally, args, cluster, client_id, survivors, tokens):
+    """B6: PostgreSQL stopped and started again under the running nodes."""
+    # 6. PostgreSQL restart.
+    postgres("attestd_pause_postgres")
+    answers = []
+    for port in survivors:
+        started = time.monotonic()
+        ready = request(port, "GET", "/readyz", timeout=15)
+        challenge = request(port, "POST", "/v1/challenge", {"client_id": client_id}, timeout=15)
+        health = request(port, "GET", "/healthz", timeout=15)
+        # authorize answers from a lookup the HTTP worker does not wait for (a deferred answer).
+        authorize = request(port, "GET", "/v1/authorize", headers={"Authorization": "Bearer " + tokens[0]}, timeout=15)
+        answers.append((ready[0], "retry-after" in ready[1], challenge[0], challenge[2].get("code"), "retry-after" in challenge[1],
+                        health[0], authorize[0], "retry-after" in authorize[1], time.monotonic() - started))
+    tally.check(all(a[:8] == (503, True, 503, "storage_unavailable", True, 200, 503, True) and a[8] < 10 for a in answers),
+                "B6: PostgreSQL down: every node answers /readyz, /v1/challenge and /v1/authorize 503 (storage_unavailable) "
+                "with Retry-After, /healthz 200, within seconds (%s)"
+                % ["%d/%d/%d/%d in %.1f s" % (a[0], a[2], a[5], a[6], a[8]) for a in answers])
+    postgres("attestd_pg_ctl_start")
+    deadline = time.monotonic() + 20
+    recovered = False
+    while time.monotonic() < deadline and not recovered:
+        recovered = all(request(port, "GET", "/readyz")[0] == 200 for port in survivors)
+        if not recovered:
+            time.sleep(0.5)
+    tally.check(recovered, "B6: PostgreSQL back: every node is ready again without a restart")
+    again = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
+    tally.check(again.returncode == 0, "B6: and serves devices through the balancer")
+
+
+def database_crash(tally, args, cluster, client_id, survivors):
+    """B7: a PostgreSQL crash: outstanding challenges are gone after recovery; devices ask again."""
+    # 7. PostgreSQL crash: challenges are UNLOGGED, so crash recovery empties their table;
+    # a challenge outstanding at the crash is unknown afterwards, and devices ask again.
+    def present(challenge):
+        """POST /v1/token with `challenge` and an assertion that can never verify: (status, reason)."""
+        body = {"client_id": client_id, "key_id": base64.b64encode(bytes(32)).decode(), "challenge": challenge,
+                "assertion": base64.b64encode(b"\xa0").decode()}
+        status, _, answer = request(cluster.balancer, "POST", "/v1/token", body)
+        return status, answer.get("reason")
+
+    before_crash = [request(cluster.balancer, "POST", "/v1/challenge", {"client_id": client_id})[2].get("challenge")
+                    for _ in range(2)]
+    known = present(before_crash[0])
+    postgres("attestd_crash_postgres")
+    postgres("attestd_pg_ctl_start")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not all(request(port, "GET", "/readyz")[0] == 200 for port in survivors):
+        time.sleep(0.5)
+    unknown = present(before_crash[1])
+    tally.check(known[1] != "challenge_unknown" and unknown == (401, "challenge_unknown"),
+                "B7: PostgreSQL crash: a challenge issued before it is unknown after recovery (before: %s, after: %s)"
+                % (known, unknown))
+    after_crash = simulate(args, cluster.balancer, client_id, devices=8, refreshes=2)
+    tally.check(after_crash.returncode == 0, "B7: devices ask again and attest and refresh through the balancer")
 
 
 def main():

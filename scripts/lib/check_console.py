@@ -113,6 +113,18 @@ class Console:
 
 
 def owner_flow(t, browser, args, attestd, work):
+    """An owner signs in, creates an integration, watches its devices, suspends, blocks and revokes,
+    reads the audit log and makes a developer's key (args.developer_key); the client ID."""
+    client_id = create_integration_in_console(t, browser, args)
+    tokens = simulated_devices(t, args, attestd, work, client_id)
+    suspend_and_block(t, browser, attestd, tokens)
+    revoke_in_console(t, browser, attestd, tokens)
+    audit_and_keys(t, browser, args)
+    return client_id
+
+
+def create_integration_in_console(t, browser, args):
+    """Sign-in, the create form (a bad Team ID first), the Overview and its copy button: the client ID."""
     browser.sign_in(args.owner_key)
     t.pass_("an owner signs in with an admin key and lands on App integrations")
     browser.find("#create-integration").click()
@@ -138,7 +150,11 @@ def owner_flow(t, browser, args, attestd, work):
         "const done = arguments[0]; navigator.clipboard.readText().then(done, (e) => done('error: ' + e));")
     t.check(copied == client_id, "the copy button puts the client ID on the clipboard", copied)
     browser.shot("overview.png")
+    return client_id
 
+
+def simulated_devices(t, args, attestd, work, client_id):
+    """Three simulated devices attested and refreshed against the new integration: their tokens."""
     tokens_file = os.path.join(work, "tokens.txt")
     sim = run([os.path.join(args.bin, "attestctl"), "simulate", "--url", "http://%s:%d" % (HOST, attestd.port), "--client-id", client_id,
                "--team-id", TEAM, "--bundle-id", BUNDLE, "--devices", "3", "--refreshes", "1", "--state", args.state,
@@ -147,7 +163,11 @@ def owner_flow(t, browser, args, attestd, work):
     t.check(sim.returncode == 0 and len(tokens) == 3, "attestctl simulate runs 3 devices against the new integration",
             sim.stdout[-400:] + sim.stderr[-400:])
     t.check(all(authorize(attestd.port, token) == 200 for token in tokens), "their tokens pass /v1/authorize")
+    return tokens
 
+
+def suspend_and_block(t, browser, attestd, tokens):
+    """Devices lists them; Suspend and Resume; Block one device."""
     browser.driver.find_element(By.LINK_TEXT, "Devices").click()
     rows = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]"))
     t.check(len(rows) == 3 and all("active" in row.text.lower() for row in rows), "Devices lists the 3 devices, active, with their live tokens",
@@ -171,6 +191,9 @@ def owner_flow(t, browser, args, attestd, work):
     browser.wait(lambda d: "blocked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")[0].text.lower())
     t.check(sum(authorize(attestd.port, token) == 200 for token in tokens) == 2, "Block blocks the device: its token is refused at once")
 
+
+def revoke_in_console(t, browser, attestd, tokens):
+    """Revoke, confirmed by typing the name (a mistyped one first)."""
     browser.driver.find_element(By.LINK_TEXT, "Overview").click()
     browser.wait(lambda d: d.find_element(By.ID, "revoke")).click()
     dialog = browser.wait(lambda d: d.find_element(By.ID, "confirm") if d.find_element(By.ID, "confirm").is_displayed() else None)
@@ -189,6 +212,9 @@ def owner_flow(t, browser, args, attestd, work):
     t.check(all(authorize(attestd.port, token) == 401 for token in tokens), "every token of its devices is refused by /v1/authorize")
     browser.shot("revoked.png")
 
+
+def audit_and_keys(t, browser, args):
+    """The audit log, a developer key made on Admin keys (args.developer_key), sign-out."""
     browser.driver.find_element(By.LINK_TEXT, "Audit log").click()
     browser.wait_heading("Audit log")
     audit = browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main table")).text
@@ -214,7 +240,6 @@ def owner_flow(t, browser, args, attestd, work):
     browser.collect_log()
     browser.sign_out()
     t.pass_("sign-out returns to the sign-in page")
-    return client_id
 
 
 def developer_flow(t, browser, args, client_id):

@@ -265,6 +265,168 @@ def server_log_excerpt(path):
         print(line, file=sys.stderr)
 
 
+class Server:
+    """The attestd of a phase: started from the check's binary; stopped with SIGTERM, expecting exit 0
+    (anything else is one of the problems)."""
+
+    def __init__(self, attestd, problems):
+        self.attestd, self.problems, self.current = attestd, problems, None
+
+    def start(self, log, *args):
+        self.current = Attestd(self.attestd, log, list(args), start_seconds=10)
+        if not self.current.started():
+            if self.current.running():
+                print("attestd did not log its port within 10 s", file=sys.stderr)
+                self.current.stop()
+            else:
+                print("attestd exited before listening:", file=sys.stderr)
+                sys.stderr.write(self.current.log_text())
+            self.current = None
+            raise SystemExit(1)
+        return self.current
+
+    def stop(self, log):
+        """SIGTERM, expect exit 0."""
+        if not self.current.running():
+            self.problems.fail("attestd was no longer running before SIGTERM (exit status %s); its log:" % self.current.stop())
+            server_log_excerpt(log)
+        else:
+            status = self.current.stop(drain_seconds=30)
+            if status != 0:
+                self.problems.fail("attestd exited %s on SIGTERM (expected 0); its log:" % status)
+                server_log_excerpt(log)
+        self.current = None
+
+    def cleanup(self):
+        if self.current is not None and self.current.running():
+            self.current.stop(drain_seconds=30)
+
+
+def gateway_secret(work):
+    """A fresh gateway secret in a file of mode 0600: (its path, the secret)."""
+    secret_file = os.path.join(work, "gateway-secret")
+    with open(secret_file, "w") as f:
+        f.write(base64.b64encode(os.urandom(32)).decode().rstrip("="))
+    os.chmod(secret_file, 0o600)
+    with open(secret_file) as f:
+        return secret_file, f.read().strip()
+
+
+def provision(attestctl, db, work, team_id, bundle_id):
+    """The recorded device's integration, a revoked one, an owner's and a user's admin key:
+    (client ID, revoked client ID, owner key, user key)."""
+    # After the start: attestd creates the database, attestctl only uses one that exists.
+    with open(os.path.join(work, "attestctl.log"), "ab") as errors:
+        def integration(workspace, name):
+            return create_integration(attestctl, db, workspace, name, team_id, bundle_id,
+                                      extra=("--environment", "development", "--json"), stderr=errors)
+
+        client_id = integration("ws_check_openapi", "check-openapi")
+        revoked_id = integration("ws_check_revoked", "check-openapi revoked")
+        subprocess.run([attestctl, "integration", "revoke", "--db", db, "--yes", revoked_id], stdout=subprocess.DEVNULL,
+                       stderr=errors, check=True, timeout=60)
+
+        def admin_key(role):
+            return subprocess.run([attestctl, "admin-key", "create", "--db", db, "--workspace", "ws_check_openapi", "--role", role,
+                                   "--name", "check-openapi " + role], stdout=subprocess.PIPE, stderr=errors, check=True,
+                                  timeout=60, text=True).stdout.strip()
+
+        owner_key, user_key = admin_key("owner"), admin_key("user")
+    return client_id, revoked_id, owner_key, user_key
+
+
+def phase_a_flows(problems, server, ids, secret):
+    """The recorded flow on the device address and the admin flow on the admin listener; the access token."""
+    client_id, revoked_id, owner_key, user_key = ids
+    token = ""
+    try:
+        failed, token = recorded_flow("http://127.0.0.1:%d" % server.port, client_id, revoked_id, secret)
+    except SystemExit as error:  # a /test/ call failed: the message says which
+        print(error, file=sys.stderr)
+        failed = 1
+    except Exception:
+        traceback.print_exc()
+        failed = 1
+    if failed:
+        problems.fail("recorded flow: some answers do not match the spec (above)")
+    try:
+        admin_failed = admin_flow("http://127.0.0.1:%d" % server.admin_port, client_id, revoked_id, owner_key, user_key)
+    except Exception:
+        traceback.print_exc()
+        admin_failed = 1
+    if admin_failed:
+        problems.fail("admin flow: some answers do not match the spec (above)")
+    return token
+
+
+def fuzz(problems, server, work, config, env, venv_bin):
+    """schemathesis on the device address (every operation but the admin ones), then on the admin
+    listener (the admin operations only, as a workspace owner); its output, as lines."""
+    max_time = os.environ.get("CHECK_OPENAPI_MAX_TIME", "75")
+    admin_max_time = os.environ.get("CHECK_OPENAPI_ADMIN_MAX_TIME", "30")
+    max_examples = os.environ.get("CHECK_OPENAPI_MAX_EXAMPLES", "25")
+    seed = os.environ.get("CHECK_OPENAPI_SEED", "")
+    st_out = []
+    for label, port, tag, seconds in (("device address", server.port, ["--exclude-tag", "admin"], max_time),
+                                      ("admin listener", server.admin_port, ["--include-tag", "admin"], admin_max_time)):
+        command = ["st", "--config-file", config, "run", SPEC, "--url", "http://127.0.0.1:%d" % port, *tag,
+                   "--checks", ST_CHECKS, "--max-examples", max_examples, "--max-time", seconds, "--max-response-time", "2",
+                   "--request-timeout", "5", "--generation-database", "none", "--no-color", *(["--seed", seed] if seed else [])]
+        print("+ " + " ".join(command), file=sys.stderr, flush=True)
+        st = subprocess.Popen([os.path.join(venv_bin, "st"), *command[1:]], cwd=work, env=env, stdout=subprocess.PIPE)
+        with open(os.path.join(work, "schemathesis.out"), "ab") as copy:
+            for line in st.stdout:  # as `tee`: to stdout and to the file
+                sys.stdout.buffer.write(line)
+                sys.stdout.buffer.flush()
+                copy.write(line)
+                st_out.append(line.decode(errors="replace"))
+        status = exit_status(st.wait())
+        if status != 0:
+            problems.fail("schemathesis on the %s exited %d (failures above)" % (label, status))
+    return st_out
+
+
+def phase_b(problems, servers, work, db, secret_file, secret, ids, key_id, token, venv_bin):
+    """schemathesis against a production-mode attestd on the same database; its output, as lines."""
+    client_id, revoked_id, owner_key, _ = ids
+    print("== phase B: schemathesis against production-mode attestd (%ss)" % os.environ.get("CHECK_OPENAPI_MAX_TIME", "75"),
+          file=sys.stderr, flush=True)
+    log_b = os.path.join(work, "attestd.log")
+    server = servers.start(log_b, "--db", db, "--gateway-secret-file", secret_file)
+    config = os.path.join(work, "schemathesis.toml")
+    with open(config, "w") as f:
+        f.write(schemathesis_config(client_id, revoked_id, key_id, token))
+    env = dict(os.environ, CHECK_OPENAPI_GATEWAY_SECRET=secret, CHECK_OPENAPI_ACCESS_TOKEN=token,
+               CHECK_OPENAPI_ADMIN_KEY=owner_key)
+    st_out = fuzz(problems, server, work, config, env, venv_bin)
+    log_text = server.log_text()
+    errors = [line for line in log_text.splitlines() if '"level":"error"' in line]
+    if errors:
+        problems.fail("attestd logged errors during fuzzing:")
+        for line in errors[:20]:
+            print(line, file=sys.stderr)
+    servers.stop(log_b)
+    with open(log_b, errors="replace") as f:
+        statuses = collections.Counter(re.findall(r'"status":([0-9]*)', f.read()))
+    print("attestd's answers during fuzzing (status x count): %s" % " ".join(
+        "%sx%d" % (code, count) for code, count in sorted(statuses.items())), file=sys.stderr)
+    return st_out
+
+
+def verdict(problems, st_out, elapsed):
+    """The last line, PASS or FAIL with the problems; the exit status."""
+    generated = re.findall(r"([0-9]+) generated", "".join(st_out))
+    cases = "+".join(generated[-2:]) if generated else "?"
+    if not problems.failures:
+        print("check-openapi: PASS (spec valid, recorded flow conforms, schemathesis %s: %s cases, no failures) in %d s" % (
+            importlib.metadata.version("schemathesis"), cases, elapsed))
+        return 0
+    for problem in problems.failures:
+        print("  problem: " + (problem.rsplit(":", 1)[0] if ":" in problem else problem))
+    print("check-openapi: FAIL (%d problems) in %d s" % (len(problems.failures), elapsed))
+    return 1
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True, help="directory of the built attestd and attestctl")
@@ -274,12 +436,8 @@ def main():
     work = os.path.abspath(a.work)
     attestd, attestctl = os.path.join(a.bin, "attestd"), os.path.join(a.bin, "attestctl")
     venv_bin = os.path.dirname(sys.executable)
-    max_time = os.environ.get("CHECK_OPENAPI_MAX_TIME", "75")
-    admin_max_time = os.environ.get("CHECK_OPENAPI_ADMIN_MAX_TIME", "30")
-    max_examples = os.environ.get("CHECK_OPENAPI_MAX_EXAMPLES", "25")
-    seed = os.environ.get("CHECK_OPENAPI_SEED", "")
     problems = Tally(out=sys.stderr)  # only FAIL lines: the problems
-    server = None
+    servers = Server(attestd, problems)
 
     def elapsed():
         return int(time.time()) - a.started
@@ -288,34 +446,6 @@ def main():
         raise SystemExit(130)
 
     signal.signal(signal.SIGTERM, interrupted)
-
-    def stop(log):
-        """SIGTERM, expect exit 0."""
-        nonlocal server
-        if not server.running():
-            problems.fail("attestd was no longer running before SIGTERM (exit status %s); its log:" % server.stop())
-            server_log_excerpt(log)
-        else:
-            status = server.stop(drain_seconds=30)
-            if status != 0:
-                problems.fail("attestd exited %s on SIGTERM (expected 0); its log:" % status)
-                server_log_excerpt(log)
-        server = None
-
-    def start(log, *args):
-        nonlocal server
-        server = Attestd(attestd, log, list(args), start_seconds=10)
-        if not server.started():
-            if server.running():
-                print("attestd did not log its port within 10 s", file=sys.stderr)
-                server.stop()
-            else:
-                print("attestd exited before listening:", file=sys.stderr)
-                sys.stderr.write(server.log_text())
-            server = None
-            raise SystemExit(1)
-        return server
-
     try:
         print("== validate docs/openapi.yaml", file=sys.stderr, flush=True)
         if subprocess.run([os.path.join(venv_bin, "openapi-spec-validator"), SPEC], stdout=sys.stderr).returncode != 0:
@@ -328,106 +458,20 @@ def main():
             recorded = json.load(f)
         team_id, bundle_id, key_id = recorded["team_id"], recorded["bundle_id"], recorded["key_id_b64"]
         db = os.path.join(work, "attestd.sqlite")
-        secret_file = os.path.join(work, "gateway-secret")
-        with open(secret_file, "w") as f:
-            f.write(base64.b64encode(os.urandom(32)).decode().rstrip("="))
-        os.chmod(secret_file, 0o600)
-        with open(secret_file) as f:
-            secret = f.read().strip()
+        secret_file, secret = gateway_secret(work)
 
         print("== phase A: recorded device through attestd --insecure-test-mode", file=sys.stderr, flush=True)
         log_a = os.path.join(work, "attestd-test-mode.log")
-        start(log_a, "--db", db, "--gateway-secret-file", secret_file, "--insecure-test-mode")
-        # After the start: attestd creates the database, attestctl only uses one that exists.
-        with open(os.path.join(work, "attestctl.log"), "ab") as errors:
-            def integration(workspace, name):
-                return create_integration(attestctl, db, workspace, name, team_id, bundle_id,
-                                          extra=("--environment", "development", "--json"), stderr=errors)
-
-            client_id = integration("ws_check_openapi", "check-openapi")
-            revoked_id = integration("ws_check_revoked", "check-openapi revoked")
-            subprocess.run([attestctl, "integration", "revoke", "--db", db, "--yes", revoked_id], stdout=subprocess.DEVNULL,
-                           stderr=errors, check=True, timeout=60)
-
-            def admin_key(role):
-                return subprocess.run([attestctl, "admin-key", "create", "--db", db, "--workspace", "ws_check_openapi", "--role", role,
-                                       "--name", "check-openapi " + role], stdout=subprocess.PIPE, stderr=errors, check=True,
-                                      timeout=60, text=True).stdout.strip()
-
-            owner_key, user_key = admin_key("owner"), admin_key("user")
+        server = servers.start(log_a, "--db", db, "--gateway-secret-file", secret_file, "--insecure-test-mode")
+        ids = provision(attestctl, db, work, team_id, bundle_id)
         os.chdir(work)
-        token = ""
-        try:
-            failed, token = recorded_flow("http://127.0.0.1:%d" % server.port, client_id, revoked_id, secret)
-        except SystemExit as error:  # a /test/ call failed: the message says which
-            print(error, file=sys.stderr)
-            failed = 1
-        except Exception:
-            traceback.print_exc()
-            failed = 1
-        if failed:
-            problems.fail("recorded flow: some answers do not match the spec (above)")
-        try:
-            admin_failed = admin_flow("http://127.0.0.1:%d" % server.admin_port, client_id, revoked_id, owner_key, user_key)
-        except Exception:
-            traceback.print_exc()
-            admin_failed = 1
-        if admin_failed:
-            problems.fail("admin flow: some answers do not match the spec (above)")
-        stop(log_a)
+        token = phase_a_flows(problems, server, ids, secret)
+        servers.stop(log_a)
 
-        print("== phase B: schemathesis against production-mode attestd (%ss)" % max_time, file=sys.stderr, flush=True)
-        log_b = os.path.join(work, "attestd.log")
-        start(log_b, "--db", db, "--gateway-secret-file", secret_file)
-        config = os.path.join(work, "schemathesis.toml")
-        with open(config, "w") as f:
-            f.write(schemathesis_config(client_id, revoked_id, key_id, token))
-        env = dict(os.environ, CHECK_OPENAPI_GATEWAY_SECRET=secret, CHECK_OPENAPI_ACCESS_TOKEN=token,
-                   CHECK_OPENAPI_ADMIN_KEY=owner_key)
-        st_out = []
-        # The device address with every operation but the admin ones; then the admin listener with
-        # the admin operations only, as a workspace owner.
-        for label, port, tag, seconds in (("device address", server.port, ["--exclude-tag", "admin"], max_time),
-                                          ("admin listener", server.admin_port, ["--include-tag", "admin"], admin_max_time)):
-            command = ["st", "--config-file", config, "run", SPEC, "--url", "http://127.0.0.1:%d" % port, *tag,
-                       "--checks", ST_CHECKS, "--max-examples", max_examples, "--max-time", seconds, "--max-response-time", "2",
-                       "--request-timeout", "5", "--generation-database", "none", "--no-color", *(["--seed", seed] if seed else [])]
-            print("+ " + " ".join(command), file=sys.stderr, flush=True)
-            st = subprocess.Popen([os.path.join(venv_bin, "st"), *command[1:]], cwd=work, env=env, stdout=subprocess.PIPE)
-            with open(os.path.join(work, "schemathesis.out"), "ab") as copy:
-                for line in st.stdout:  # as `tee`: to stdout and to the file
-                    sys.stdout.buffer.write(line)
-                    sys.stdout.buffer.flush()
-                    copy.write(line)
-                    st_out.append(line.decode(errors="replace"))
-            status = exit_status(st.wait())
-            if status != 0:
-                problems.fail("schemathesis on the %s exited %d (failures above)" % (label, status))
-        log_text = server.log_text()
-        errors = [line for line in log_text.splitlines() if '"level":"error"' in line]
-        if errors:
-            problems.fail("attestd logged errors during fuzzing:")
-            for line in errors[:20]:
-                print(line, file=sys.stderr)
-        stop(log_b)
-        with open(log_b, errors="replace") as f:
-            statuses = collections.Counter(re.findall(r'"status":([0-9]*)', f.read()))
-        print("attestd's answers during fuzzing (status x count): %s" % " ".join(
-            "%sx%d" % (code, count) for code, count in sorted(statuses.items())), file=sys.stderr)
-
-        generated = re.findall(r"([0-9]+) generated", "".join(st_out))
-        cases = "+".join(generated[-2:]) if generated else "?"
-        if not problems.failures:
-            print("check-openapi: PASS (spec valid, recorded flow conforms, schemathesis %s: %s cases, no failures) in %d s" % (
-                importlib.metadata.version("schemathesis"), cases, elapsed()))
-            return 0
-        for problem in problems.failures:
-            print("  problem: " + (problem.rsplit(":", 1)[0] if ":" in problem else problem))
-        print("check-openapi: FAIL (%d problems) in %d s" % (len(problems.failures), elapsed()))
-        return 1
+        st_out = phase_b(problems, servers, work, db, secret_file, secret, ids, key_id, token, venv_bin)
+        return verdict(problems, st_out, elapsed())
     finally:
-        if server is not None and server.running():
-            server.stop(drain_seconds=30)
+        servers.cleanup()
 
 
 if __name__ == "__main__":

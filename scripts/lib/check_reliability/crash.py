@@ -207,6 +207,15 @@ def crash_cycle(run, cycle, db, d):
     for thread in helpers:
         thread.join(timeout=40)
     t.check(was_alive, "cycle %d: attestd was alive until the kill -9 at %d ms" % (cycle, kill_ms))
+    after_the_kill(run, cycle, db, d, log, (r1, r2), (kill_ms, revoke_ms, rkill_ms, rkill_delay), rc)
+
+
+def after_the_kill(run, cycle, db, d, log, revoked_ids, moments, rc):
+    """What a cycle's proxy log recorded; attestd restarted on the database; the checks after the restart
+    (scripts/lib/check_reliability/crashcheck.py) and the revocation re-run (R6)."""
+    t = run.tally
+    r1, r2 = revoked_ids
+    kill_ms, revoke_ms, rkill_ms, rkill_delay = moments
     revoke_rc, rkill_rc = str(rc.get("revoke", "none")), str(rc.get("rkill", "none"))
     revoked_file, uncertain = os.path.join(d, "revoked"), os.path.join(d, "uncertain-%d" % cycle)
     if revoke_rc == "0":

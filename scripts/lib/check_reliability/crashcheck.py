@@ -72,9 +72,37 @@ def cmd_crashcheck(a):
     def fail(check, text):
         failures.append((check, text))
 
+    tokens, keys = acknowledged(a.logs)
+    check_revocations(client, db, status, revoked, uncertain, fail)
+    authorized, refused = check_tokens(client, tokens, revoked, status, fail)
+    present = check_devices(db, keys, fail)
+    replayed, in_flight, in_flight_ok, issued_checked = check_challenges(client, a.current, revoked, status, fail)
+    checks = [
+        ("tokens", "%d acknowledged tokens: %d authorize, %d refused (revoked integrations)" % (len(tokens), authorized, refused)),
+        ("devices", "%d acknowledged attestations, %d device rows present" % (len(keys), present)),
+        ("challenges", "%d consumed challenges replayed and refused; %d in-flight presentations replayed twice (%d succeeded once); "
+                       "%d issued-but-unused challenges still usable" % (replayed, in_flight, in_flight_ok, issued_checked)),
+        ("revocations", "%d acknowledged revocations intact, %d killed revocations all-or-nothing" % (len(revoked), len(uncertain))),
+    ]
+    tally = Tally()
+    for name, text in checks:
+        bad = [t for c, t in failures if c == name]
+        tally.check(not bad, "%s%s: %s" % (a.label, name, text))
+        for t in bad[:5]:
+            print("  " + t)
+        if len(bad) > 5:
+            print("  ... and %d more" % (len(bad) - 5))
+    client.close()
+    db.close()
+    return 1 if failures else 0
+
+
+def acknowledged(logs):
+    """(access token, client ID) of every token acknowledged in the proxy logs, and the key IDs of every
+    acknowledged attestation."""
     # Everything acknowledged before any kill so far: tokens and registered keys.
     tokens, keys = [], []
-    for path in a.logs:
+    for path in logs:
         reqs, resps = load_log(path)
         for rid, resp in resps.items():
             if resp["status"] == 200 and resp["path"] in ("/v1/attest", "/v1/token"):
@@ -82,6 +110,10 @@ def cmd_crashcheck(a):
                 tokens.append((json.loads(resp["body"])["access_token"], fields["client_id"]))
                 if resp["path"] == "/v1/attest":
                     keys.append(fields["key_id"])
+    return tokens, keys
+
+
+def check_revocations(client, db, status, revoked, uncertain, fail):
     # No revocation undone; a revocation killed mid-way is all or nothing.
     for cid in sorted(revoked):
         if status.get(cid) != "revoked":
@@ -96,6 +128,9 @@ def cmd_crashcheck(a):
             fail("revocations", "%s half revoked: %s devices active, %d tokens left" % (cid, devices.get("active", 0), live_tokens))
         if status.get(cid) == "active" and devices.get("revoked", 0):
             fail("revocations", "%s active but %d devices blocked" % (cid, devices["revoked"]))
+
+
+def check_tokens(client, tokens, revoked, status, fail):
     # Every acknowledged token authorizes, unless its integration is revoked (then it must not).
     authorized = refused = 0
     for token, cid in tokens:
@@ -105,6 +140,10 @@ def cmd_crashcheck(a):
         refused += got == 401
         if got != want:
             fail("tokens", "token of %s (%s): /v1/authorize answered %s, expected %s" % (cid, status.get(cid), got, want))
+    return authorized, refused
+
+
+def check_devices(db, keys, fail):
     # Every acknowledged attestation left its device.
     present = 0
     for key in keys:
@@ -112,8 +151,12 @@ def cmd_crashcheck(a):
         present += row
         if row != 1:
             fail("devices", "acknowledged key %s has no device row" % key)
+    return present
+
+
+def check_challenges(client, current, revoked, status, fail):
     # This cycle: consumed challenges stay consumed; in-flight ones work at most once; issued ones survive.
-    reqs, resps = load_log(a.current)
+    reqs, resps = load_log(current)
     presented = set()
     replayed = in_flight = in_flight_ok = issued_checked = 0
     for rid, req in sorted(reqs.items()):
@@ -155,21 +198,4 @@ def cmd_crashcheck(a):
         if (code, reason) != (400, "cbor_trailing_bytes"):
             fail("challenges", "a challenge issued (200) before the kill, never presented: %s %s, expected 400 cbor_trailing_bytes"
                  % (code, reason))
-    checks = [
-        ("tokens", "%d acknowledged tokens: %d authorize, %d refused (revoked integrations)" % (len(tokens), authorized, refused)),
-        ("devices", "%d acknowledged attestations, %d device rows present" % (len(keys), present)),
-        ("challenges", "%d consumed challenges replayed and refused; %d in-flight presentations replayed twice (%d succeeded once); "
-                       "%d issued-but-unused challenges still usable" % (replayed, in_flight, in_flight_ok, issued_checked)),
-        ("revocations", "%d acknowledged revocations intact, %d killed revocations all-or-nothing" % (len(revoked), len(uncertain))),
-    ]
-    tally = Tally()
-    for name, text in checks:
-        bad = [t for c, t in failures if c == name]
-        tally.check(not bad, "%s%s: %s" % (a.label, name, text))
-        for t in bad[:5]:
-            print("  " + t)
-        if len(bad) > 5:
-            print("  ... and %d more" % (len(bad) - 5))
-    client.close()
-    db.close()
-    return 1 if failures else 0
+    return replayed, in_flight, in_flight_ok, issued_checked
