@@ -29,7 +29,7 @@ struct AttestClientFlowTests {
         // The token works at the gateway.
         let request = try await client.authorize(URLRequest(url: world.baseURL.appendingPathComponent("v1/authorize")))
         #expect(request.value(forHTTPHeaderField: "Authorization") == "Bearer \(token.value)")
-        let (_, response) = try await send(request)
+        let (_, response) = try await world.transport.send(request, timeout: 5)
         #expect(response.statusCode == 200)
     }
 
@@ -157,19 +157,4 @@ struct UnsupportedDevice: AppAttestDevice {
     func generateKey() async throws -> String { throw AppAttestDeviceError.featureUnsupported }
     func attestKey(_ keyID: String, clientDataHash: Data) async throws -> Data { throw AppAttestDeviceError.featureUnsupported }
     func generateAssertion(_ keyID: String, clientDataHash: Data) async throws -> Data { throw AppAttestDeviceError.featureUnsupported }
-}
-
-/// Sends `request` with URLSession (iOS 14-compatible, as the client does).
-func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-    try await withCheckedThrowingContinuation { continuation in
-        URLSession.shared.dataTask(with: request) { data, response, error in
-            if let error {
-                continuation.resume(throwing: error)
-            } else if let response = response as? HTTPURLResponse {
-                continuation.resume(returning: (data ?? Data(), response))
-            } else {
-                continuation.resume(throwing: URLError(.badServerResponse))
-            }
-        }.resume()
-    }
 }

@@ -27,7 +27,7 @@ struct AttestClientLifecycleTests {
     @Test("authorize attaches the token only to the configured API hosts over https (http for loopback), and fetches none otherwise")
     func authorizeHosts() async throws {
         let world = try ClientWorld()
-        let client = AttestClient(
+        let client = world.client(
             configuration: AttestClient.Configuration(
                 baseURL: world.baseURL, clientID: world.integration.clientID,
                 apiHosts: ["api.example.com", "127.0.0.1", "127.example.com"]),
@@ -82,7 +82,7 @@ struct AttestClientLifecycleTests {
         #expect(try await relaunched.token() == first)
         #expect(try world.allRequests() == before)
         // Another attestd (or client ID) on the same store: the kept token is not its own.
-        let stranger = AttestClient(
+        let stranger = world.client(
             configuration: AttestClient.Configuration(
                 baseURL: try #require(URL(string: "http://localhost:\(world.port)")), clientID: world.integration.clientID,
                 clock: world.clock.function),
@@ -99,7 +99,7 @@ struct AttestClientLifecycleTests {
         let world = try ClientWorld()
         let lines = Mutex<[String]>([])
         let store = world.keyStore()
-        let client = AttestClient(
+        let client = world.client(
             configuration: AttestClient.Configuration(
                 baseURL: world.baseURL, clientID: world.integration.clientID, log: { line in lines.withLock { $0.append(line) } }),
             device: try world.device(), keyStore: store)

@@ -13,15 +13,13 @@ struct AttestClientRecoveryTests {
     @Test("a lost answer to /v1/attest: Apple refuses to attest the key again, so it is refreshed by assertion; one key")
     func lostAttestAnswer() async throws {
         let world = try ClientWorld()
-        let proxy = try LoopbackProxy(upstreamPort: world.port)
-        defer { proxy.stop() }
-        proxy.loseAnswers(to: "POST /v1/attest")
+        world.transportLoses("/v1/attest")
         let device = HookedDevice(try world.device()) { _, _ in }
-        let client = world.client(device: device, keyStore: world.keyStore(), baseURL: proxyURL(proxy))
+        let client = world.client(device: device, keyStore: world.keyStore())
 
         let token = try await client.token()
 
-        #expect(proxy.lostAnswers == 1)
+        #expect(world.lostAnswers == 1)
         #expect(try world.requests("attest", status: 200) == 1)  // the lost one: attestd registered the key
         #expect(try world.requests("token", status: 200) == 1)
         #expect(device.calls.count("attestKey") == 2)  // the second refused with invalidKey, as Apple does
@@ -34,14 +32,12 @@ struct AttestClientRecoveryTests {
     @Test("a lost answer to /v1/attest on a device that attests again: attestd's 409 key_already_registered, then an assertion")
     func lostAttestAnswerThen409() async throws {
         let world = try ClientWorld()
-        let proxy = try LoopbackProxy(upstreamPort: world.port)
-        defer { proxy.stop() }
-        proxy.loseAnswers(to: "POST /v1/attest")
-        let client = world.client(device: try world.device(reattestation: .allowed), keyStore: world.keyStore(), baseURL: proxyURL(proxy))
+        world.transportLoses("/v1/attest")
+        let client = world.client(device: try world.device(reattestation: .allowed), keyStore: world.keyStore())
 
         _ = try await client.token()
 
-        #expect(proxy.lostAnswers == 1)
+        #expect(world.lostAnswers == 1)
         #expect(try world.requests("attest", status: 200) == 1)
         #expect(try world.requests("attest", status: 409) == 1)
         #expect(try world.requests("token", status: 200) == 1)
@@ -234,9 +230,4 @@ struct AttestClientRecoveryTests {
             try await client.token()
         }
     }
-}
-
-/// The proxy's address as a base URL.
-func proxyURL(_ proxy: LoopbackProxy) -> URL {
-    URL(string: "http://127.0.0.1:\(proxy.port)") ?? URL(fileURLWithPath: "/")
 }

@@ -1,5 +1,6 @@
-import AttestClient
 import AttestClientSimulator
+import AttestHTTP
+import AttestHTTPServer
 import AttestObservability
 import AttestServer
 import AttestService
@@ -8,6 +9,8 @@ import AttestTesting
 import Foundation
 import Synchronization
 import Testing
+
+@testable import AttestClient
 
 /// The app's clock, moved by hand.
 final class TestClock: Sendable {
@@ -22,10 +25,13 @@ final class TestClock: Sendable {
     var function: @Sendable () -> Date { { self.now } }
 }
 
-/// A real attestd on 127.0.0.1 (port 0 at first, the same port after a restart) with a fresh
-/// database, trusting the root of a simulator state directory, and an integration for the
-/// simulated app. It counts the requests it served by route and status (from `/metrics`, added
-/// up over restarts), so tests can say how many attestations and refreshes a client made.
+/// A real attestd with a fresh database, trusting the root of a simulator state directory, and an
+/// integration for the simulated app. In process by default: the clients' requests reach its
+/// router without a socket (`RouterTransport`) and their pauses take no real time
+/// (`ManualClock`). With `network`, it listens on 127.0.0.1 (port 0 at first, the same port
+/// after a restart) for clients over URLSession and other processes. It counts the requests it
+/// served by route and status (from `/metrics`, added up over restarts), so tests can say how many
+/// attestations and refreshes a client made.
 final class ClientWorld: Sendable {
     static let teamID = "ABCDE12345"
     static let bundleID = "com.example.messages"
@@ -37,16 +43,49 @@ final class ClientWorld: Sendable {
     let admin: IntegrationAdmin
     let integration: IntegrationRecord
     let clock = TestClock()
+    /// The clients' monotonic clock (in process); attestd's wall clock follows it.
+    let uptime: ManualClock
+    /// The listening port (`network` only; 0 otherwise).
     let port: UInt16
     private let configuration: ServerConfiguration
-    private let server: Mutex<Server?>
+    private let server: Mutex<Running?>
+    /// attestd's wall clock: following `uptime` in process, the system's on the network.
+    private let serverClock: any WallClock
+    /// When attestd comes back by itself (`comesBack(after:)`).
+    private let restartAt = Mutex<TimeInterval?>(nil)
+    /// Where requests to a silent attestd wait.
+    private let silence = ManualClock(autoAdvance: false)
+    /// Whether a stopped attestd accepts connections and never answers (in process only).
+    let silent = Atomic<Bool>(false)
     /// Requests counted by servers since stopped, by `route="..",status=".."`.
     private let earlierCounts = Mutex<[String: Int]>([:])
     private let logs = LogLines()
 
-    init(_ backend: StoreBackend = .sqlite, stateDirectory given: URL? = nil, configure: (inout ServerConfiguration) -> Void = { _ in })
-        throws
-    {
+    /// attestd as it runs: listening, or only its application (in process).
+    private enum Running {
+        case network(Server)
+        case inProcess(Application)
+
+        var router: Router {
+            switch self {
+            case .network(let server): server.router
+            case .inProcess(let application): application.router
+            }
+        }
+
+        func stop() {
+            switch self {
+            case .network(let server): server.stop()
+            case .inProcess(let application): application.close()
+            }
+        }
+    }
+
+    init(
+        _ backend: StoreBackend = .sqlite, network: Bool = false, autoAdvance: Bool = true, stateDirectory given: URL? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws {
+        uptime = ManualClock(autoAdvance: autoAdvance)
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         stateDirectory = given ?? directory.appendingPathComponent("simulator")
@@ -66,8 +105,13 @@ final class ClientWorld: Sendable {
         configuration.connectionsPerAddress = 0
         configuration.challengePerIntegration = .unlimited
         configure(&configuration)
-        let first = try Self.start(configuration, logs)
-        port = first.http.port
+        serverClock = network ? SystemWallClock() : FollowingUptime(uptime: uptime)
+        let first = try Self.start(configuration, network: network, clock: serverClock, logs)
+        if case .network(let listening) = first {
+            port = listening.http.port
+        } else {
+            port = 0
+        }
         configuration.port = port
         self.configuration = configuration
         server = Mutex(first)
@@ -82,8 +126,22 @@ final class ClientWorld: Sendable {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private static func start(_ configuration: ServerConfiguration, _ logs: LogLines) throws -> Server {
-        try Server(configuration: configuration, version: "test", logger: Logger(sink: ClosureSink { line in logs.append(line) }))
+    private static func start(_ configuration: ServerConfiguration, network: Bool, clock: any WallClock, _ logs: LogLines) throws -> Running
+    {
+        let logger = Logger(sink: ClosureSink { line in logs.append(line) })
+        guard network else {
+            return .inProcess(try Application(configuration: configuration, version: "test", logger: logger, clock: clock))
+        }
+        return .network(try Server(configuration: configuration, version: "test", logger: logger, clock: clock))
+    }
+
+    /// attestd's answer to `request`, through its router (no socket); 503 while it is stopped.
+    func respond(_ method: String, _ target: String, json: String? = nil, bearer: String? = nil) -> HTTPResponse {
+        guard let router = server.withLock({ $0?.router }) else { return HTTPResponse(status: 503) }
+        var headers = json == nil ? [] : [HTTPHeader(name: "Content-Type", value: "application/json")]
+        if let bearer { headers.append(HTTPHeader(name: "Authorization", value: "Bearer \(bearer)")) }
+        return router.respond(
+            to: HTTPRequest(method: method, target: target, headers: headers, body: Array((json ?? "").utf8), remoteAddress: "127.0.0.1"))
     }
 
     var baseURL: URL { URL(string: "http://127.0.0.1:\(port)") ?? URL(fileURLWithPath: "/") }
@@ -100,7 +158,7 @@ final class ClientWorld: Sendable {
     /// Freezes attestd's clock at `date`, or returns it to the system clock (nil); test mode only.
     func setServerClock(_ date: Date?) throws {
         let now = date.map { String(Int64($0.timeIntervalSince1970)) } ?? "0"
-        let response = try RawHTTPClient(port: port).postJSON("/test/clock", #"{"now": "\#(now)"}"#)
+        let response = respond("POST", "/test/clock", json: #"{"now": "\#(now)"}"#)
         guard response.status == 200 else { throw TestFailure(description: "POST /test/clock: \(response.status)") }
     }
 
@@ -116,9 +174,17 @@ final class ClientWorld: Sendable {
 
     /// Starts attestd again on the same port and database.
     func start() throws {
-        let started = try Self.start(configuration, logs)
+        let started = try Self.start(configuration, network: port != 0, clock: serverClock, logs)
         server.withLock { $0 = started }
     }
+
+    /// In process: attestd starts again once the clients' clock has moved `seconds` on.
+    func comesBack(after seconds: TimeInterval) {
+        restartAt.withLock { $0 = uptime.now() + seconds }
+    }
+
+    /// Requests waiting on a silent attestd.
+    var silentRequests: Int { silence.waiting }
 
     /// Requests served on `route` (the metrics' route label: challenge, attest, token, ...),
     /// with `status` or with any status.
@@ -137,7 +203,7 @@ final class ClientWorld: Sendable {
 
     private func currentCounts() throws -> [String: Int] {
         guard server.withLock({ $0 != nil }) else { return [:] }
-        let text = try RawHTTPClient(port: port).request("GET", "/metrics").text
+        let text = String(decoding: respond("GET", "/metrics").body, as: UTF8.self)
         var counts: [String: Int] = [:]
         let prefix = "attestd_http_requests_total{"
         for line in text.split(separator: "\n") where line.hasPrefix(prefix) {
@@ -160,17 +226,51 @@ final class ClientWorld: Sendable {
         FileKeyIDStore(url: directory.appendingPathComponent("app/\(name)"))
     }
 
-    /// A client of this attestd with the world's clock.
+    /// A client of this attestd with the world's clocks: in process unless the world listens on
+    /// the network (then over URLSession, on the system's monotonic clock).
     func client(
-        device: any AppAttestDevice, keyStore: any KeyIDStore, clientID: String? = nil, retryBudget: TimeInterval = 30,
-        baseURL: URL? = nil
+        device: (any AppAttestDevice)?, keyStore: (any KeyIDStore)?, clientID: String? = nil, retryBudget: TimeInterval = 30,
+        debugToken: String? = nil
     ) -> AttestClient {
-        AttestClient(
+        client(
             configuration: AttestClient.Configuration(
-                baseURL: baseURL ?? self.baseURL, clientID: clientID ?? integration.clientID, clock: clock.function,
-                retryBudget: retryBudget, apiHosts: ["127.0.0.1"]
-            ),
-            device: device, keyStore: keyStore)
+                baseURL: baseURL, clientID: clientID ?? integration.clientID, clock: clock.function, retryBudget: retryBudget,
+                apiHosts: ["127.0.0.1"]),
+            device: device, keyStore: keyStore, debugToken: debugToken)
+    }
+
+    /// A client of `configuration`, as `client(device:keyStore:...)` makes one.
+    func client(
+        configuration: AttestClient.Configuration, device: (any AppAttestDevice)? = nil, keyStore: (any KeyIDStore)? = nil,
+        debugToken: String? = nil
+    ) -> AttestClient {
+        guard port == 0 else {
+            if let debugToken { return AttestClient(configuration: configuration, debugToken: debugToken) }
+            return AttestClient(configuration: configuration, device: device ?? NoAppAttest(), keyStore: keyStore ?? NoAppAttest())
+        }
+        return AttestClient(
+            configuration: configuration, device: device, keyStore: keyStore, debugToken: debugToken, transport: transport, clock: uptime)
+    }
+
+    /// The answers the in-process transport loses.
+    private let losses = LostAnswers()
+
+    /// The in-process transport loses attestd's next answer to `path` (attestd did the work).
+    func transportLoses(_ path: String) { losses.arm(path) }
+
+    /// Answers lost so far.
+    var lostAnswers: Int { losses.count }
+
+    /// The in-process way to this attestd, down while it is stopped.
+    var transport: RouterTransport {
+        RouterTransport(losing: losses, silence: silence) { [self] in
+            if let at = restartAt.withLock({ $0 }), uptime.now() >= at {
+                restartAt.withLock { $0 = nil }
+                try? start()
+            }
+            if let router = server.withLock({ $0?.router }) { return .router(router) }
+            return silent.load(ordering: .relaxed) ? .silent : .down
+        }
     }
 
     /// The number of keys the simulated app holds in the state directory.
@@ -235,4 +335,19 @@ final class Counter: Sendable {
     }
 
     func count(_ name: String) -> Int { counts.withLock { $0[name, default: 0] } }
+}
+
+/// attestd's wall clock in process: it moves on with the clients' manual clock, so a client's
+/// pause for `Retry-After` lets attestd's limits refill.
+struct FollowingUptime: WallClock {
+    let uptime: ManualClock
+    let start = Int64(Date().timeIntervalSince1970)
+    private let origin: TimeInterval
+
+    init(uptime: ManualClock) {
+        self.uptime = uptime
+        origin = uptime.now()
+    }
+
+    func now() -> Int64 { start + Int64((uptime.now() - origin).rounded(.down)) }
 }

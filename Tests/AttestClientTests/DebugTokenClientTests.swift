@@ -17,10 +17,7 @@ struct DebugTokenClientTests {
     }
 
     static func client(_ world: ClientWorld, _ secret: String, retryBudget: TimeInterval = 30) -> AttestClient {
-        AttestClient(
-            configuration: AttestClient.Configuration(
-                baseURL: world.baseURL, clientID: world.integration.clientID, clock: world.clock.function, retryBudget: retryBudget),
-            debugToken: secret)
+        world.client(device: nil, keyStore: nil, retryBudget: retryBudget, debugToken: secret)
     }
 
     @Test("token() exchanges the debug token once for many callers, the token authorizes as debug, and renewal exchanges again")
@@ -35,9 +32,8 @@ struct DebugTokenClientTests {
         #expect(Set(tokens.map(\.value)).count == 1 && tokens[0].value.hasPrefix("atk_"))
         #expect(try world.requests("debug_token", status: 200) == 1)
         #expect(try world.requests("challenge") == 0 && world.requests("attest") == 0)
-        let authorized = try RawHTTPClient(port: world.port).request(
-            "GET", "/v1/authorize", headers: [("Authorization", "Bearer \(tokens[0].value)")])
-        #expect(authorized.status == 200 && authorized.header("Attest-Debug") == "true")
+        let authorized = world.respond("GET", "/v1/authorize", bearer: tokens[0].value)
+        #expect(authorized.status == 200 && authorized.headers.contains { $0.name == "Attest-Debug" && $0.value == "true" })
         #expect(try await client.token() == tokens[0])
         #expect(try world.requests("debug_token") == 1)
         world.clock.advance(3600 - 299)  // inside the 5-minute renewal margin
@@ -65,9 +61,7 @@ struct DebugTokenClientTests {
             await #expect(throws: expected, "\(label)") { _ = try await client.token(forcingRefresh: true) }
             #expect(try world.requests("debug_token") == before + 1, "\(label): one request, no retry")
         }
-        let refused = try RawHTTPClient(port: world.port).request(
-            "GET", "/v1/authorize", headers: [("Authorization", "Bearer \(first.value)")])
-        #expect(refused.status == 401)
+        #expect(world.respond("GET", "/v1/authorize", bearer: first.value).status == 401)
     }
 
     @Test("a suspended integration throws integrationSuspended; a stopped attestd is retried within the budget, then transport")

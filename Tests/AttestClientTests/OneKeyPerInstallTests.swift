@@ -9,7 +9,7 @@ import Testing
 struct OneKeyPerInstallTests {
     @Test("two clients in one process on one key file, 100 concurrent rounds: one key attested, every round a token")
     func twoClientsOneProcess() async throws {
-        let world = try ClientWorld()
+        let world = try ClientWorld(network: true)
         let first = world.client(device: try world.device(), keyStore: world.keyStore())
         let second = world.client(device: try world.device(), keyStore: world.keyStore())
         let failures = Failures()
@@ -34,7 +34,7 @@ struct OneKeyPerInstallTests {
 
     @Test("two processes on one key file and one device, 100 rounds each at once: one key attested, no failure")
     func twoProcesses() async throws {
-        let world = try ClientWorld()
+        let world = try ClientWorld(network: true)
         let probe = try #require(Self.probe())
         let keyFile = world.directory.appendingPathComponent("app/key-id").path
         let processes = try (0..<2).map { _ in

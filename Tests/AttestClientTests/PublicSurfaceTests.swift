@@ -7,7 +7,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The surface issue 19 names, used as an app would: only `import AttestClient` (and the
+/// The surface docs/CLIENT.md documents, used as an app would: only `import AttestClient` (and the
 /// simulator), the names and signatures it lists, nothing of the package's own. It fails to
 /// compile when one of them changes; the exhaustive switch fails when an error case is added.
 @Suite("The public surface, as an app writes against it")
@@ -55,7 +55,7 @@ struct PublicSurfaceTests {
 
     @Test("an app's few lines: a configuration with the default clock, a simulated device, its own key store, token and authorize")
     func appLines() async throws {
-        let world = try ClientWorld()
+        let world = try ClientWorld(network: true)
         let device: any AppAttestDevice = try SimulatedAppAttestDevice(
             stateDirectory: world.stateDirectory, teamID: ClientWorld.teamID, bundleID: ClientWorld.bundleID)
         let configuration = AttestClient.Configuration(

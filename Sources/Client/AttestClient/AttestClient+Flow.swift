@@ -52,7 +52,7 @@ extension AttestClient {
     /// A new token: attestation or refresh, retried within `retryBudget` as `RetrySchedule` says.
     func obtain(retryBudget: TimeInterval) async throws -> AccessToken {
         // The whole call, requests included, ends by the budget plus one request's timeout.
-        let deadline = RetrySchedule.uptime() + retryBudget + configuration.requestTimeout
+        let deadline = clock.now() + retryBudget + configuration.requestTimeout
         return try await ServiceConnection.$callDeadline.withValue(deadline) {
             try await obtainWithin(retryBudget: retryBudget)
         }
@@ -62,18 +62,18 @@ extension AttestClient {
         if let debugToken { return try await exchange(debugToken, retryBudget: retryBudget) }
         guard device.isSupported else { throw AttestClientError.unsupportedDevice }
         var allowance = Allowance()
-        var schedule = RetrySchedule(budget: retryBudget)
+        var schedule = RetrySchedule(budget: retryBudget, clock: clock)
         while true {
             do {
                 // One client of the stored key at a time, each starting from what the store holds
                 // now: another may have made, replaced or reset the key meanwhile.
-                let turn = try await KeyTurn.acquire(keyStore.coordination, deadline: ServiceConnection.callDeadline)
+                let turn = try await KeyTurn.acquire(keyStore.coordination, deadline: ServiceConnection.callDeadline, clock: clock)
                 defer { turn.release() }
                 try adoptStoredKey()
                 return try await attempt(&allowance)
             } catch let failure as RetryableFailure {
                 guard let pause = schedule.pause(retryAfter: failure.retryAfter) else { throw failure.final }
-                try await RetrySchedule.sleep(pause)
+                try await clock.sleep(pause)
             }
         }
     }
@@ -81,7 +81,7 @@ extension AttestClient {
     /// A token for a debug token (`POST /v1/debug-token`), retried within `retryBudget` as the
     /// attested path is; a refusal (401 `invalid_debug_token` among them) is not retried.
     private func exchange(_ debugToken: String, retryBudget: TimeInterval) async throws -> AccessToken {
-        var schedule = RetrySchedule(budget: retryBudget)
+        var schedule = RetrySchedule(budget: retryBudget, clock: clock)
         while true {
             do {
                 try Task.checkCancellation()
@@ -92,7 +92,7 @@ extension AttestClient {
                 }
             } catch let failure as RetryableFailure {
                 guard let pause = schedule.pause(retryAfter: failure.retryAfter) else { throw failure.final }
-                try await RetrySchedule.sleep(pause)
+                try await clock.sleep(pause)
             }
         }
     }
@@ -138,7 +138,7 @@ extension AttestClient {
     private func attest(_ keyID: String, _ allowance: inout Allowance) async throws -> AccessToken? {
         let challenge = try await nextChallenge()
         // Apple attests a key once: not when too little of the call is left to send the attestation.
-        if let deadline = ServiceConnection.callDeadline, deadline - RetrySchedule.uptime() < 1 {
+        if let deadline = ServiceConnection.callDeadline, deadline - clock.now() < 1 {
             throw AttestClientError.transport("too little of this call's retry budget is left to attest a key")
         }
         let attestation: Data
@@ -242,7 +242,7 @@ extension AttestClient {
     private func nextChallenge() async throws -> IssuedChallenge {
         if let kept = unspentChallenge {
             unspentChallenge = nil
-            if RetrySchedule.uptime() < kept.usableUntil { return kept }
+            if clock.now() < kept.usableUntil { return kept }
         }
         let (data, lifetime): (ClientData, TimeInterval)
         do {
@@ -251,7 +251,7 @@ extension AttestClient {
             throw mapped(refusal)
         }
         // Kept for at most its lifetime less a minute: a challenge attestd has expired is spent for nothing.
-        return IssuedChallenge(data: data, hash: data.hash, usableUntil: RetrySchedule.uptime() + lifetime - 60)
+        return IssuedChallenge(data: data, hash: data.hash, usableUntil: clock.now() + lifetime - 60)
     }
 
     private func accessToken(_ issued: IssuedToken) -> AccessToken {

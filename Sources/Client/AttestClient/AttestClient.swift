@@ -68,7 +68,9 @@ public actor AttestClient {
     /// attesting (`device` and `keyStore` are then never used).
     let debugToken: String?
     let service: ServiceConnection
-    private let transport: URLSessionTransport
+    private let transport: any Transport
+    /// Retry budgets, call deadlines and challenge lifetimes are measured on it.
+    let clock: any MonotonicClock
 
     /// The App Attest key as far as this process knows (the flow's state).
     var key = KeyState.unloaded
@@ -108,14 +110,28 @@ public actor AttestClient {
     }
 
     private init(configuration: Configuration, device: any AppAttestDevice, keyStore: any KeyIDStore, debugToken: String?) {
+        self.init(
+            configuration: configuration, device: device, keyStore: keyStore, debugToken: debugToken,
+            transport: URLSessionTransport(configuration: configuration.session.configuration, timeout: configuration.requestTimeout),
+            clock: SystemMonotonicClock())
+    }
+
+    /// A client whose requests go through `transport` and whose pauses and deadlines are
+    /// measured on `clock`: the package's tests give an in-process transport and a manual clock.
+    /// A nil `device` and `keyStore` with a `debugToken` make a debug-token client.
+    package init(
+        configuration: Configuration, device: (any AppAttestDevice)?, keyStore: (any KeyIDStore)?, debugToken: String?,
+        transport: any Transport, clock: any MonotonicClock
+    ) {
         self.configuration = configuration
-        self.device = device
-        self.keyStore = keyStore
+        self.device = device ?? NoAppAttest()
+        self.keyStore = keyStore ?? NoAppAttest()
         self.debugToken = debugToken
-        let transport = URLSessionTransport(configuration: configuration.session.configuration, timeout: configuration.requestTimeout)
         self.transport = transport
+        self.clock = clock
         service = ServiceConnection(
-            baseURL: configuration.baseURL, clientID: configuration.clientID, transport: transport, timeout: configuration.requestTimeout)
+            baseURL: configuration.baseURL, clientID: configuration.clientID, transport: transport, timeout: configuration.requestTimeout,
+            clock: clock)
     }
 
     deinit { transport.close() }
@@ -200,7 +216,7 @@ public actor AttestClient {
     public func resetKey() async throws {
         while let flight { await flight.value }
         let turn = try await KeyTurn.acquire(
-            keyStore.coordination, deadline: RetrySchedule.uptime() + configuration.retryBudget + configuration.requestTimeout)
+            keyStore.coordination, deadline: clock.now() + configuration.retryBudget + configuration.requestTimeout, clock: clock)
         defer { turn.release() }
         try keyStore.remove()
         try keyStore.saveToken(nil, scope: tokenScope)
@@ -288,7 +304,7 @@ public actor AttestClient {
 /// What a debug-token client holds in place of a device and a key store: nothing. Its path never
 /// calls them (`obtain` exchanges the debug token first); were it ever to, it would say there is
 /// no App Attest here.
-private struct NoAppAttest: AppAttestDevice, KeyIDStore {
+struct NoAppAttest: AppAttestDevice, KeyIDStore {
     var isSupported: Bool { false }
     func generateKey() async throws -> String { throw AppAttestDeviceError.featureUnsupported }
     func attestKey(_ keyID: String, clientDataHash: Data) async throws -> Data { throw AppAttestDeviceError.featureUnsupported }

@@ -33,11 +33,11 @@ struct KeyTurn: Sendable {
     /// 20 ms: never past `deadline` (monotonic; nil: no limit), and no longer once the calling
     /// task is cancelled. A client whose turn never comes (another one stopped in a debugger, or
     /// stuck in DeviceCheck) ends its call in time instead of hanging.
-    static func acquire(_ coordination: KeyCoordination, deadline: TimeInterval?) async throws -> KeyTurn {
-        while !ProcessTurns.shared.tryAcquire(coordination.name) { try await pause(until: deadline) }
+    static func acquire(_ coordination: KeyCoordination, deadline: TimeInterval?, clock: any MonotonicClock) async throws -> KeyTurn {
+        while !ProcessTurns.shared.tryAcquire(coordination.name) { try await pause(until: deadline, clock: clock) }
         guard let lockFile = coordination.lockFile else { return KeyTurn(name: coordination.name, descriptor: nil) }
         do {
-            return KeyTurn(name: coordination.name, descriptor: try await lock(lockFile, deadline: deadline))
+            return KeyTurn(name: coordination.name, descriptor: try await lock(lockFile, deadline: deadline, clock: clock))
         } catch {
             ProcessTurns.shared.release(coordination.name)
             throw error
@@ -52,15 +52,15 @@ struct KeyTurn: Sendable {
         ProcessTurns.shared.release(name)
     }
 
-    private static func pause(until deadline: TimeInterval?) async throws {
-        if let deadline, RetrySchedule.uptime() >= deadline {
+    private static func pause(until deadline: TimeInterval?, clock: any MonotonicClock) async throws {
+        if let deadline, clock.now() >= deadline {
             throw AttestClientError.transport("another client of this App Attest key did not finish within this call's retry budget")
         }
-        try await Task.sleep(nanoseconds: 20_000_000)
+        try await clock.sleep(0.02)
     }
 
     /// An exclusive `flock` on `file`, taken without blocking (`LOCK_NB`) and tried again.
-    private static func lock(_ file: URL, deadline: TimeInterval?) async throws -> Int32 {
+    private static func lock(_ file: URL, deadline: TimeInterval?, clock: any MonotonicClock) async throws -> Int32 {
         try FileManager.default.createDirectory(
             at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let descriptor = open(file.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -71,7 +71,7 @@ struct KeyTurn: Sendable {
                 throw FileKeyIDStore.Failure(description: "cannot lock \(file.path)")
             }
             do {
-                try await pause(until: deadline)
+                try await pause(until: deadline, clock: clock)
             } catch {
                 _ = close(descriptor)
                 throw error

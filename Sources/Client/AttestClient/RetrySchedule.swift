@@ -14,11 +14,14 @@ struct RetryableFailure: Error, Sendable {
 /// test's clock nor the user changing the time shortens or stretches it).
 struct RetrySchedule {
     let budget: TimeInterval
-    private let start = Self.uptime()
+    private let clock: any MonotonicClock
+    private let start: TimeInterval
     private var failures = 0
 
-    init(budget: TimeInterval) {
+    init(budget: TimeInterval, clock: any MonotonicClock) {
         self.budget = budget
+        self.clock = clock
+        start = clock.now()
     }
 
     /// The pause before the next try, or nil when it would end past the budget.
@@ -27,7 +30,7 @@ struct RetrySchedule {
         // A Retry-After of 0 (or in the past) still waits a little, so a confused proxy cannot
         // make the client spin.
         let pause = retryAfter.map { max($0, 0.1) } ?? Self.backoff(failures)
-        guard Self.uptime() - start + pause <= budget else { return nil }
+        guard clock.now() - start + pause <= budget else { return nil }
         return pause
     }
 
@@ -36,11 +39,6 @@ struct RetrySchedule {
     static func backoff(_ failures: Int) -> TimeInterval {
         let ceiling = min(8, 0.5 * pow(2, Double(min(failures, 16) - 1)))
         return ceiling / 2 + Double.random(in: 0...(ceiling / 2))
-    }
-
-    /// Sleeps `seconds`; throws `CancellationError` at once when the task is cancelled.
-    static func sleep(_ seconds: TimeInterval) async throws {
-        try await Task.sleep(nanoseconds: UInt64(max(seconds, 0) * 1_000_000_000))
     }
 
     /// `Retry-After` in seconds: a number of seconds or an HTTP date (RFC 9110); nil otherwise.
@@ -55,6 +53,4 @@ struct RetrySchedule {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         return formatter.date(from: value).map { max($0.timeIntervalSinceNow, 0) }
     }
-
-    static func uptime() -> TimeInterval { ProcessInfo.processInfo.systemUptime }
 }

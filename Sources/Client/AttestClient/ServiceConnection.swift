@@ -21,8 +21,12 @@ struct Refusal: Error, Sendable, Equatable {
 
 /// No answer that can be read: no connection, a dropped one, a timeout, or a 200 that is not
 /// attestd's. Whether the request reached attestd is unknown.
-struct TransportFailure: Error, Sendable {
+package struct TransportFailure: Error, Sendable {
     let description: String
+
+    package init(description: String) {
+        self.description = description
+    }
 }
 
 /// The three requests of the device flow (docs/API.md), one `URLSession` request each, with
@@ -34,8 +38,10 @@ struct ServiceConnection: Sendable {
     let transport: any Transport
     /// The longest one request may take.
     let timeout: TimeInterval
+    /// What `callDeadline` is measured on.
+    let clock: any MonotonicClock
 
-    /// The monotonic instant (`RetrySchedule.uptime()`) by which the current `token()` call must
+    /// The monotonic instant (`clock.now()`) by which the current `token()` call must
     /// end, requests included: set by the call for everything it awaits. A request gets the
     /// smaller of `timeout` and what is left; none starts after it.
     @TaskLocal static var callDeadline: TimeInterval?
@@ -125,7 +131,7 @@ struct ServiceConnection: Sendable {
         request.httpBody = try encoder.encode(fields)
         var allowed = timeout
         if let deadline = Self.callDeadline {
-            allowed = min(allowed, deadline - RetrySchedule.uptime())
+            allowed = min(allowed, deadline - clock.now())
             guard allowed > 0 else { throw TransportFailure(description: "the call's retry budget is spent") }
         }
         let (body, response) = try await transport.send(request, timeout: allowed)

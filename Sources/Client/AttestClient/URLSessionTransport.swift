@@ -1,14 +1,17 @@
-import Foundation
+package import Foundation
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+    package import FoundationNetworking
 #endif
 
 /// How the client's requests reach attestd: one request, its answer's body and head, or
-/// `TransportFailure` (no answer), `CancellationError` (the calling task was cancelled).
-protocol Transport: Sendable {
+/// `TransportFailure` (no answer), `CancellationError` (the calling task was cancelled). The
+/// client's is `URLSessionTransport`; the package's tests call attestd's router in process.
+package protocol Transport: Sendable {
     /// Sends `request` and gives up after `timeout` seconds, whatever the network does.
     func send(_ request: URLRequest, timeout: TimeInterval) async throws -> (Data, HTTPURLResponse)
+    /// Frees what the transport holds, once the client is gone.
+    func close()
 }
 
 /// `Transport` over a `URLSession` of the client's own, made from the app's session's
@@ -37,9 +40,9 @@ final class URLSessionTransport: Transport {
     }
 
     /// Lets the requests under way end, then frees the session (and its delegate).
-    func close() { session.finishTasksAndInvalidate() }
+    package func close() { session.finishTasksAndInvalidate() }
 
-    func send(_ request: URLRequest, timeout: TimeInterval) async throws -> (Data, HTTPURLResponse) {
+    package func send(_ request: URLRequest, timeout: TimeInterval) async throws -> (Data, HTTPURLResponse) {
         var request = request
         request.timeoutInterval = Self.wholeSeconds(timeout)
         let task = session.dataTask(with: request)
