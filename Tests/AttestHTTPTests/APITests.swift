@@ -133,10 +133,10 @@ struct APITests {
 
     @Test("answers a connection over --connections-per-address with 503 too_many_connections and Retry-After, and counts it")
     func overConnectionCap() throws {
-        let world = try HTTPWorld { $0.connectionsPerAddress = 1 }
-        var held: RawHTTPClient? = try world.client()
+        let world = try HTTPWorld(listening: true) { $0.connectionsPerAddress = 1 }
+        var held: RawHTTPClient? = try world.socketClient()
         #expect(try held?.request("GET", "/healthz").status == 200)
-        let over = try world.client()
+        let over = try world.socketClient()
         let answer = try over.request("GET", "/healthz")
         #expect(answer.status == 503)
         #expect(answer.header("Retry-After") == "1")
@@ -152,7 +152,7 @@ struct APITests {
 
     @Test("a trusted proxy is not capped as one client: its connections past --connections-per-address are served")
     func trustedProxyNotCapped() throws {
-        let world = try HTTPWorld {
+        let world = try HTTPWorld(listening: true) {
             $0.connectionsPerAddress = 1
             $0.trustedProxies = ["127.0.0.1/32"]
         }
@@ -244,8 +244,8 @@ struct APITests {
 
     @Test("refuses a body over 64 KiB before reading it (413)")
     func oversizedBody() throws {
-        let world = try HTTPWorld()
-        let client = try world.client()
+        let world = try HTTPWorld(listening: true)
+        let client = try world.socketClient()
         try client.send("POST /v1/attest HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n")
         #expect(try client.receiveResponse().status == 413)
     }
@@ -278,7 +278,7 @@ struct APITests {
 
     @Test("of 50 simultaneous attestations with one challenge exactly one succeeds")
     func parallelChallenge() throws {
-        let world = try HTTPWorld()
+        let world = try HTTPWorld(listening: true)
         let client = try world.client()
         let (text, bytes) = try world.challenge(client)
         var bodies: [String] = []
@@ -303,7 +303,7 @@ struct APITests {
 
     @Test("of 50 simultaneous assertions with the same counter exactly one mints a token")
     func parallelCounter() throws {
-        let world = try HTTPWorld()
+        let world = try HTTPWorld(listening: true)
         let client = try world.client()
         var device = try SyntheticDevice()
         _ = try world.attest(client, device: device)
@@ -376,7 +376,7 @@ struct APITests {
         #expect(health["trust_anchor"] as? String == "custom (test only)")
         #expect(world.sink.all.contains("TRUST ANCHOR REPLACED"))
         _ = try world.attest(client, device: try SyntheticDevice())
-        world.server.refreshStatistics()  // what the purge timer does every --purge-interval
+        world.app.refreshStatistics()  // what the purge timer does every --purge-interval
         let metrics = try client.request("GET", "/metrics").text
         #expect(metrics.contains(#"attestd_http_requests_total{route="attest",status="200"} 1"#))
         #expect(metrics.contains(#"attestd_verifications_total{kind="attestation",outcome="ok"} 1"#))

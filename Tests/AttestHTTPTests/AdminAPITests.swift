@@ -109,7 +109,7 @@ struct AdminAPITests {
     @Test("no key, a malformed or unknown key, and a revoked key are refused with 401; revocation holds from the next request")
     func authentication() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             #expect(world.call("GET", "/admin/v1/integrations").status == 401)
             #expect(W.header(world.call("GET", "/admin/v1/integrations"), "WWW-Authenticate") == "Bearer realm=\"attestd-admin\"")
             #expect(world.call("GET", "/admin/v1/integrations", key: "adm_" + String(repeating: "A", count: 43)).status == 401)
@@ -125,7 +125,7 @@ struct AdminAPITests {
     @Test("create validates as attestctl does, defaults to production, and answers 201 with the integration")
     func create() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let key = try world.key(.admin)
             let bad = world.call(
                 "POST", "/admin/v1/integrations", key: key, json: #"{"name":"A","team_id":"abcde12345","bundle_ids":["a.b"]}"#)
@@ -171,7 +171,7 @@ struct AdminAPITests {
     @Test("revocation needs the client ID typed back; without it nothing changes")
     func revokeConfirmation() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let key = try world.key(.owner)
             let target = try world.integration()
             for json in ["{}", #"{"confirm":"yes"}"#, #"{"confirm":"\#(world.world.integration.clientID)"}"#] {
@@ -188,7 +188,7 @@ struct AdminAPITests {
     @Test("every change is in the workspace's audit log under the key's name")
     func audit() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let key = try world.key(.admin, name: "Dana (laptop)")
             let keyID = try #require(try world.world.app.store.adminKeys(workspaceID: W.workspace).first { $0.name == "Dana (laptop)" }).id
             let actor = "Dana (laptop) (\(keyID))"
@@ -216,7 +216,7 @@ struct AdminAPITests {
     @Test("owners create and revoke their workspace's keys, never above their own role; admins may not")
     func keys() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let owner = try world.key(.owner)
             let admin = try world.key(.admin)
             #expect(world.call("POST", "/admin/v1/keys", key: admin, json: #"{"name":"x","role":"user"}"#).status == 403)
@@ -246,7 +246,7 @@ struct AdminAPITests {
     @Test("the admin API is not on the device-facing router")
     func notOnDeviceListener() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let key = try world.key(.owner)
             let response = world.world.app.router.respond(
                 to: HTTPRequest(
@@ -274,7 +274,7 @@ struct AdminListenerTests {
     @Test("the admin API and the console answer on the admin listener only; off starts none")
     func separateListener() async throws {
         try await offThePool {
-            let world = try AdminWorld()
+            let world = try AdminWorld(listening: true)
             let key = try world.key(.user)
             let adminPort = try #require(world.world.server.adminHTTP?.port)
             #expect(adminPort != world.world.server.http.port)
@@ -285,7 +285,7 @@ struct AdminListenerTests {
             let device = try world.world.client()
             #expect(try device.request("GET", "/admin/v1/integrations", headers: [("Authorization", "Bearer \(key)")]).status == 404)
             #expect(try device.request("GET", "/console/").status == 404)
-            let without = try HTTPWorld { $0.adminListen = nil }
+            let without = try HTTPWorld(listening: true) { $0.adminListen = nil }
             #expect(without.server.adminHTTP == nil)
         }
     }

@@ -18,7 +18,7 @@ final class AdminWorld {
     static let otherWorkspace = "ws_other"
     static let keyNumber = Atomic<Int>(0)
 
-    init(listening: Bool = true, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
+    init(listening: Bool = false, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
         world = try HTTPWorld(listening: listening, configure: configure)
     }
 

@@ -27,7 +27,7 @@ struct ClientIDShapeTests {
     @Test(
         "refuses every other spelling with 400 client_id; no hint, no limiter bucket, no metrics label", arguments: StoreBackend.available)
     func refusesMalformed(_ backend: StoreBackend) throws {
-        let world = try HTTPWorld(backend, listening: false)
+        let world = try HTTPWorld(backend)
         let api = world.app.router
         for variant in Self.variants(of: world.integration.clientID) {
             let response = api.respond(to: Self.challengeRequest(variant))
@@ -44,7 +44,7 @@ struct ClientIDShapeTests {
 
     @Test("NUL-suffixed variants do not bypass the integration's challenge rate", arguments: StoreBackend.available)
     func variantsShareNoBucket(_ backend: StoreBackend) throws {
-        let world = try HTTPWorld(backend, listening: false) { $0.challengePerIntegration = RateLimit(perSecond: 0.001, burst: 3) }
+        let world = try HTTPWorld(backend) { $0.challengePerIntegration = RateLimit(perSecond: 0.001, burst: 3) }
         let api = world.app.router
         let clientID = world.integration.clientID
         for _ in 0..<3 { #expect(api.respond(to: Self.challengeRequest(clientID)).status == 200) }

@@ -16,7 +16,7 @@ struct ConsoleAssetsTests {
 
     @Test("every file of Console/ is served at /console/NAME, byte for byte, with its media type")
     func servedAsIs() throws {
-        let world = try AdminWorld(listening: false)
+        let world = try AdminWorld()
         let types = [
             "html": "text/html; charset=utf-8", "css": "text/css; charset=utf-8", "js": "text/javascript; charset=utf-8",
             "svg": "image/svg+xml",

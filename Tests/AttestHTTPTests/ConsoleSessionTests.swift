@@ -30,7 +30,7 @@ struct ConsoleSessionTests {
     @Test("sign-in sets an HttpOnly, SameSite=Strict, expiring cookie (Secure behind a trusted TLS proxy only) and stores only its hash")
     func signInCookie() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false) { $0.trustedProxies = ["10.0.0.0/8"] }
+            let world = try AdminWorld() { $0.trustedProxies = ["10.0.0.0/8"] }
             let key = try world.key(.owner)
             let plain = try Self.signIn(world, key)
             #expect(
@@ -49,7 +49,7 @@ struct ConsoleSessionTests {
     @Test("a cookie-authenticated change needs the session's CSRF token; reads do not")
     func csrf() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let session = try Self.signIn(world, try world.key(.owner))
             let target = try world.integration()
             #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 200)
@@ -71,7 +71,7 @@ struct ConsoleSessionTests {
     @Test("sign-out ends the session server-side: the same cookie is refused afterwards")
     func signOut() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let session = try Self.signIn(world, try world.key(.admin))
             #expect(world.call("POST", "/console/sign-out", json: "{}", headers: [Self.cookie(session.cookie)]).status == 403)
             let out = world.call(
@@ -87,7 +87,7 @@ struct ConsoleSessionTests {
     @Test("a session expires 8 hours after sign-in, and dies with its key")
     func expiry() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false) { $0.insecureTestMode = true }
+            let world = try AdminWorld() { $0.insecureTestMode = true }
             let clock = Int64(Date().timeIntervalSince1970)
             let setClock = { (now: Int64) in
                 world.world.app.router.respond(
@@ -113,7 +113,7 @@ struct ConsoleSessionTests {
     @Test("every answer of the admin listener carries the CSP, nosniff and no-referrer; the console files their media types")
     func headers() async throws {
         try await offThePool {
-            let world = try AdminWorld(listening: false)
+            let world = try AdminWorld()
             let responses = [
                 world.call("GET", "/console/"), world.call("GET", "/admin/v1/integrations"), world.call("GET", "/console/missing.js"),
                 world.call("GET", "/nowhere"),

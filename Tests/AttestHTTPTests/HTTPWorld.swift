@@ -1,6 +1,7 @@
 import AttestCore
 import AttestCrypto
 import AttestHTTP
+import AttestHTTPServer
 import AttestObservability
 import AttestServer
 import AttestService
@@ -17,18 +18,19 @@ final class MemorySink: LogSink {
     var all: String { lines.withLock { $0.joined(separator: "\n") } }
 }
 
-/// A real attestd with a temporary database, a synthetic trust anchor and a gateway secret, on
-/// 127.0.0.1 port 0 unless made with `listening: false` (then tests call `app.router` without a
-/// socket); plus an integration created through the admin use case.
+/// A real attestd with a temporary database, a synthetic trust anchor and a gateway secret, in
+/// process (`client()` calls its router without a socket) unless made with `listening: true`
+/// (then on 127.0.0.1 port 0, for the tests of what only a socket shows); plus an integration
+/// created through the admin use case.
 final class HTTPWorld {
     let directory: URL
     let app: Application
     private let listener: Server?
     let sink = MemorySink()
 
-    /// The listening server; only a world made with `listening: true` (the default) has one.
+    /// The listening server; only a world made with `listening: true` has one.
     var server: Server {
-        guard let listener else { preconditionFailure("this HTTPWorld was made with listening: false") }
+        guard let listener else { preconditionFailure("this HTTPWorld does not listen: make it with listening: true") }
         return listener
     }
     let pki: SyntheticPKI
@@ -40,7 +42,7 @@ final class HTTPWorld {
     let location: TestStoreLocation
 
     init(
-        _ backend: StoreBackend = .sqlite, listening: Bool = true, clock: any WallClock = SystemWallClock(),
+        _ backend: StoreBackend = .sqlite, listening: Bool = false, clock: any WallClock = SystemWallClock(),
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-http-\(UUID().uuidString)")
@@ -89,14 +91,21 @@ final class HTTPWorld {
         return URL(fileURLWithPath: path)
     }
 
-    func client() throws -> RawHTTPClient { try RawHTTPClient(port: server.http.port) }
+    /// A client of this attestd: over a socket when the world listens, else through its router.
+    func client() throws -> any TestHTTPClient {
+        guard let listener else { return RouterClient(router: app.router) }
+        return try RawHTTPClient(port: listener.http.port)
+    }
+
+    /// A connection to the listening server, for tests that send raw bytes.
+    func socketClient() throws -> RawHTTPClient { try RawHTTPClient(port: server.http.port) }
 
     func json(_ response: RawHTTPResponse) -> [String: Any] {
         (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any] ?? [:]
     }
 
     /// POST /v1/challenge; returns the challenge text and its raw bytes.
-    func challenge(_ client: RawHTTPClient, clientID: String? = nil) throws -> (text: String, bytes: [UInt8]) {
+    func challenge(_ client: any TestHTTPClient, clientID: String? = nil) throws -> (text: String, bytes: [UInt8]) {
         let response = try client.postJSON("/v1/challenge", #"{"client_id": "\#(clientID ?? integration.clientID)"}"#)
         #expect(response.status == 200)
         let text = try #require(json(response)["challenge"] as? String)
@@ -105,7 +114,8 @@ final class HTTPWorld {
 
     /// The JSON body of a valid /v1/attest request for `device`.
     func attestBody(
-        _ client: RawHTTPClient, device: SyntheticDevice, pki root: SyntheticPKI? = nil, mutate: (inout AttestationParts) -> Void = { _ in }
+        _ client: any TestHTTPClient, device: SyntheticDevice, pki root: SyntheticPKI? = nil,
+        mutate: (inout AttestationParts) -> Void = { _ in }
     ) throws -> String {
         let (text, bytes) = try challenge(client)
         var parts = device.attestationParts(
@@ -117,7 +127,7 @@ final class HTTPWorld {
     }
 
     /// The JSON body of a valid /v1/token request (next counter unless given).
-    func refreshBody(_ client: RawHTTPClient, device: inout SyntheticDevice, counter: UInt32? = nil) throws -> String {
+    func refreshBody(_ client: any TestHTTPClient, device: inout SyntheticDevice, counter: UInt32? = nil) throws -> String {
         let (text, bytes) = try challenge(client)
         let object = try device.assertion(clientData: bytes, appID: appID, counter: counter)
         return
@@ -125,17 +135,17 @@ final class HTTPWorld {
     }
 
     /// Attests `device` and returns its first access token.
-    func attest(_ client: RawHTTPClient, device: SyntheticDevice, pki root: SyntheticPKI? = nil) throws -> String {
+    func attest(_ client: any TestHTTPClient, device: SyntheticDevice, pki root: SyntheticPKI? = nil) throws -> String {
         let response = try client.postJSON("/v1/attest", try attestBody(client, device: device, pki: root))
         #expect(response.status == 200, "\(response.text)")
         return try #require(json(response)["access_token"] as? String)
     }
 
-    func authorize(_ client: RawHTTPClient, token: String) throws -> RawHTTPResponse {
+    func authorize(_ client: any TestHTTPClient, token: String) throws -> RawHTTPResponse {
         try client.request("GET", "/v1/authorize", headers: [("Authorization", "Bearer \(token)")])
     }
 
-    func introspect(_ client: RawHTTPClient, token: String, secret: String? = nil) throws -> RawHTTPResponse {
+    func introspect(_ client: any TestHTTPClient, token: String, secret: String? = nil) throws -> RawHTTPResponse {
         try client.request(
             "POST", "/v1/introspect",
             headers: [("Authorization", "Bearer \(secret ?? gatewaySecret)"), ("Content-Type", "application/x-www-form-urlencoded")],
@@ -161,4 +171,36 @@ func simultaneously<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int)
     for _ in 0..<count { start.signal() }
     group.wait()
     return results.withLock { $0 }
+}
+
+/// What the HTTP tests send requests through: attestd's router in process (`RouterClient`) or a
+/// socket (`RawHTTPClient`, a listening world's).
+protocol TestHTTPClient {
+    func request(_ method: String, _ target: String, headers: [(String, String)], body: [UInt8]) throws -> RawHTTPResponse
+}
+
+extension TestHTTPClient {
+    func request(_ method: String, _ target: String, headers: [(String, String)] = []) throws -> RawHTTPResponse {
+        try request(method, target, headers: headers, body: [])
+    }
+
+    func postJSON(_ target: String, _ json: String, headers: [(String, String)] = []) throws -> RawHTTPResponse {
+        try request("POST", target, headers: [("Content-Type", "application/json")] + headers, body: Array(json.utf8))
+    }
+}
+
+extension RawHTTPClient: TestHTTPClient {}
+
+/// Requests answered by a router in this process, as libmicrohttpd would hand them over from
+/// 127.0.0.1: no socket, no port.
+struct RouterClient: TestHTTPClient {
+    let router: Router
+
+    func request(_ method: String, _ target: String, headers: [(String, String)], body: [UInt8]) -> RawHTTPResponse {
+        var fields = headers.map { HTTPHeader(name: $0.0, value: $0.1) }
+        if !fields.contains(where: { $0.name.lowercased() == "host" }) { fields.append(HTTPHeader(name: "Host", value: "127.0.0.1")) }
+        let response = router.respond(
+            to: HTTPRequest(method: method, target: target, headers: fields, body: body, remoteAddress: "127.0.0.1"))
+        return RawHTTPResponse(status: response.status, headers: response.headers.map { ($0.name, $0.value) }, body: response.body)
+    }
 }

@@ -56,7 +56,7 @@ struct MetricsTests {
         var rejected = try SyntheticDevice()
         _ = try client.postJSON("/v1/token", try world.refreshBody(client, device: &rejected))
 
-        world.server.refreshStatistics()  // what the purge timer does every --purge-interval
+        world.app.refreshStatistics()  // what the purge timer does every --purge-interval
         let after = try Exposition(try client.request("GET", "/metrics").text)
         func moved(_ sample: String) -> Double { (after.samples[sample] ?? 0) - (before.samples[sample] ?? 0) }
         #expect(moved(#"attestd_tokens_minted_total{kind="device"}"#) == 2)
@@ -69,7 +69,7 @@ struct MetricsTests {
         #expect(after.samples["attestd_active_devices"] == 1)
         #expect(after.samples["attestd_active_integrations"] == 1)
         _ = try world.admin.revoke(clientID: world.integration.clientID)
-        world.server.refreshStatistics()
+        world.app.refreshStatistics()
         let revoked = try Exposition(try client.request("GET", "/metrics").text)
         #expect(revoked.samples["attestd_revoked_integrations"] == 1)
         #expect(revoked.samples["attestd_active_integrations"] == 0)

@@ -26,7 +26,7 @@ struct ResponderTests {
 
     @Test("routes by one table: unknown paths 404, wrong methods 405 with Allow, HEAD wherever GET is")
     func routing() throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let api = world.app.router
         let missing = api.respond(to: Self.request("GET", "/v2/nothing"))
         #expect(missing.status == 404)
@@ -45,7 +45,7 @@ struct ResponderTests {
 
     @Test("logs each migration it applies at start with its id, name and duration")
     func migrationsLogged() throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let lines = world.sink.lines.withLock { $0 }.filter { $0.contains(#""msg":"migration applied""#) }
         #expect(lines.count == EmbeddedMigrations.sqlite.count)
         #expect(lines.first?.contains(#""migration.id":1,"migration.name":"initial""#) == true)
@@ -56,7 +56,7 @@ struct ResponderTests {
         "a scrape shows the process's memory, descriptors and threads, and the pool's state, read at the scrape",
         arguments: StoreBackend.available)
     func processAndPoolMetrics(_ backend: StoreBackend) throws {
-        let world = try HTTPWorld(backend, listening: false)
+        let world = try HTTPWorld(backend)
         let text = String(decoding: world.app.router.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
         func value(_ name: String) -> Int? {
             text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
@@ -75,24 +75,24 @@ struct ResponderTests {
             let text = String(decoding: world.app.router.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
             return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ").last ?? "") }
         }
-        let listening = try HTTPWorld()
+        let listening = try HTTPWorld(listening: true)
         #expect(value("attestd_http_connection_limit", in: listening) == Int(listening.server.http.connectionLimit))
         #expect(value("attestd_http_parked_connections", in: listening) == 0)
-        let silent = try HTTPWorld(listening: false)
+        let silent = try HTTPWorld()
         #expect(value("attestd_http_connection_limit", in: silent) == 0)
     }
 
     @Test("registers the /test/ routes only in test mode")
     func testRoutesOnlyInTestMode() throws {
-        let production = try HTTPWorld(listening: false)
+        let production = try HTTPWorld()
         #expect(production.app.router.respond(to: Self.request("POST", "/test/clock", json: #"{"now":"1"}"#)).status == 404)
-        let testMode = try HTTPWorld(listening: false) { $0.insecureTestMode = true }
+        let testMode = try HTTPWorld() { $0.insecureTestMode = true }
         #expect(testMode.app.router.respond(to: Self.request("POST", "/test/clock", json: #"{"now":"1"}"#)).status == 200)
     }
 
     @Test("/healthz reports the storage kind and /readyz answers 200 while the storage answers")
     func healthAndReadiness() throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let health = world.app.router.respond(to: Self.request("GET", "/healthz"))
         #expect(Self.body(health)["storage"] as? String == "sqlite")
         let ready = world.app.router.respond(to: Self.request("GET", "/readyz"))
@@ -111,7 +111,7 @@ struct ResponderTests {
     @Test("answers each malformed attest field with 400 and its reason", arguments: 0..<malformedAttestFields.count)
     func malformedAttestField(_ index: Int) throws {
         let (field, value, reason) = Self.malformedAttestFields[index]
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let device = try SyntheticDevice()
         let challenge = try world.app.service.issueChallenge(clientID: try #require(world.integration.issuedClientID), from: "127.0.0.1")
             .challenge
@@ -129,7 +129,7 @@ struct ResponderTests {
 
     @Test("refuses a body that is not JSON, has a duplicate key, or has the wrong media type")
     func bodyShape() throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let api = world.app.router
         let cases: [(HTTPRequest, Int, String)] = [
             (Self.request("POST", "/v1/challenge", json: "{not json"), 400, "json"),
@@ -168,7 +168,7 @@ struct ResponderTests {
 
     @Test("an over-long client ID is cut to 64 bytes in the log line")
     func longClientIDLog() throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let huge = String(repeating: "x", count: 60_000)
         let response = world.app.router.respond(to: Self.request("POST", "/v1/challenge", json: #"{"client_id":"\#(huge)"}"#))
         #expect(response.status == 400)
@@ -184,7 +184,7 @@ struct ResponderTests {
             ("Bearer ", "invalid_token"), ("Bearer", "invalid_token"), ("Basic dXNlcjpwYXNz", "missing_token"),
         ])
     func bearerShapes(_ header: String, _ reason: String) throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let response = world.app.router.respond(
             to: Self.request("GET", "/v1/authorize", headers: [HTTPHeader(name: "Authorization", value: header)]))
         #expect(response.status == 401)
@@ -285,7 +285,7 @@ struct ResponderTests {
 
     @Test("takes a sane X-Request-Id from the proxy (nginx's $request_id) and makes its own otherwise")
     func forwardedRequestID() throws {
-        let world = try HTTPWorld(listening: false)
+        let world = try HTTPWorld()
         let nginxID = "0123456789abcdef0123456789abcdef"
         let taken = world.app.router.respond(
             to: Self.request("GET", "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)]))
@@ -314,7 +314,7 @@ struct ResponderTests {
     @Test("a scrape reads the counts the purge tick made and counts no rows itself")
     func scrapeReadsCache() throws {
         let world = try HTTPWorld()
-        world.server.refreshStatistics()
+        world.app.refreshStatistics()
         func gauge(_ name: String) -> String? {
             let text = String(decoding: world.app.router.respond(to: Self.request("GET", "/metrics")).body, as: UTF8.self)
             return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.map { String($0.dropFirst(name.count + 1)) }
@@ -323,7 +323,7 @@ struct ResponderTests {
         _ = try world.admin.create(
             workspaceID: "ws2", name: "second", teamID: "ABCDE12345", bundleIDs: ["com.example.x"], environments: [.production])
         #expect(gauge("attestd_active_integrations") == "1")
-        world.server.refreshStatistics()
+        world.app.refreshStatistics()
         #expect(gauge("attestd_active_integrations") == "2")
     }
 }

@@ -29,7 +29,7 @@ struct RevocationUnderLoadTests {
         "no authorize sent after a revocation returned answers 200, with four clients checking as fast as they can",
         arguments: StoreBackend.available, Revocation.allCases)
     func revocationIsImmediate(_ backend: StoreBackend, _ revocation: Revocation) throws {
-        let world = try HTTPWorld(backend)
+        let world = try HTTPWorld(backend, listening: true)
         // As attestd does: the node keeps token answers under its lease (SQLite: always).
         let postgres = world.app.store as? PostgresTokenStore
         postgres?.keepAnswers()

@@ -20,7 +20,7 @@ struct ServerLifetimeTests {
         weak var store: AnyObject?
         var databaseFile = ""
         do {
-            let world = try HTTPWorld(backend)
+            let world = try HTTPWorld(backend, listening: true)
             _ = try world.attest(try world.client(), device: try SyntheticDevice())
             #expect(try world.client().request("GET", "/metrics").status == 200)
             http = world.server.http

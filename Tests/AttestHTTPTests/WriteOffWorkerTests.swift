@@ -16,7 +16,7 @@ struct WriteOffWorkerTests {
     /// A node with one worker and a 10 s busy timeout, and a second connection to its SQLite file
     /// that can take the write lock (`whileLocked`).
     static func oneWorker() throws -> (world: HTTPWorld, holder: SQLiteDatabase) {
-        let world = try HTTPWorld {
+        let world = try HTTPWorld(listening: true) {
             $0.threads = 1
             $0.busyTimeoutMilliseconds = 10_000
         }
@@ -36,13 +36,13 @@ struct WriteOffWorkerTests {
     @Test("with one worker, an attestation and a refresh waiting for the write lock leave authorize answered; both get 200 once it is free")
     func oneWorkerServesWhileWriting() throws {
         let (world, holder) = try Self.oneWorker()
-        let client = try world.client()
+        let client = try world.socketClient()
         var refreshing = try SyntheticDevice()
         let token = try world.attest(client, device: refreshing)
         let attestBody = try world.attestBody(client, device: try SyntheticDevice())
         let refreshBody = try world.refreshBody(client, device: &refreshing)
-        let attesting = try world.client()
-        let refresher = try world.client()
+        let attesting = try world.socketClient()
+        let refresher = try world.socketClient()
         let whileHeld: [Int] = try Self.whileLocked(holder) {
             try attesting.send(Self.post("/v1/attest", attestBody))
             try refresher.send(Self.post("/v1/token", refreshBody))
@@ -62,9 +62,9 @@ struct WriteOffWorkerTests {
     @Test("with one worker, a challenge waiting for the write lock leaves authorize answered; it gets its challenge once the lock is free")
     func challengeHoldsNoWorker() throws {
         let (world, holder) = try Self.oneWorker()
-        let client = try world.client()
+        let client = try world.socketClient()
         let token = try world.attest(client, device: try SyntheticDevice())
-        let asking = try world.client()
+        let asking = try world.socketClient()
         let whileHeld: [Int] = try Self.whileLocked(holder) {
             try asking.send(Self.post("/v1/challenge", #"{"client_id":"\#(world.integration.clientID)"}"#))
             return try (0..<3).map { _ in try world.authorize(client, token: token).status }
@@ -80,10 +80,10 @@ struct WriteOffWorkerTests {
     )
     func revocationHoldsNoWorker() throws {
         let (world, holder) = try Self.oneWorker()
-        let client = try world.client()
+        let client = try world.socketClient()
         let kept = try world.attest(client, device: try SyntheticDevice())
         let revoked = try world.attest(client, device: try SyntheticDevice())
-        let revoker = try world.client()
+        let revoker = try world.socketClient()
         let form = "token=\(revoked)"
         let whileHeld: [Int] = try Self.whileLocked(holder) {
             try revoker.send(

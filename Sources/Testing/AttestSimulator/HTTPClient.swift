@@ -20,6 +20,10 @@ package struct HTTPClientResponse {
     package let headers: [(name: String, value: String)]
     package let body: [UInt8]
 
+    package init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+        (self.status, self.headers, self.body) = (status, headers, body)
+    }
+
     /// The first value of a header, by case-insensitive name.
     package func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
