@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in for the Messages API behind nginx (scripts/check-nginx): answers every request with
+"""A stand-in for the Messages API behind nginx (scripts/check nginx): answers every request with
 JSON saying what arrived, above all the X-Workspace-Id nginx took from attestd.
 
     python3 deploy/nginx/echo_upstream.py [PORT]   # 127.0.0.1 only; PORT 0 (default) picks one
