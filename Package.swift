@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // attestd: App Attest verification and short-lived access tokens.
 // Sources/ is grouped by role (Core, Server, CLI, Client, Tools, Testing, CShims); each target names its
-// folder. The target graph, one line per target, is docs/ARCHITECTURE.md's (scripts/check_architecture.py).
+// folder. The target graph, one line per target, is docs/ARCHITECTURE.md's (scripts/check architecture).
 import PackageDescription
 
 let strict: [SwiftSetting] = [
@@ -154,8 +154,8 @@ let package = Package(
         .testTarget(
             name: "AttestClientTests",
             dependencies: [
-                "AttestClient", "AttestClientSimulator", "AttestObservability", "AttestServer", "AttestService", "AttestStorage",
-                "AttestTesting",
+                "AttestClient", "AttestClientSimulator", "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestServer",
+                "AttestService", "AttestStorage", "AttestTesting",
             ], swiftSettings: strict),
         .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability"], swiftSettings: strict),
         .testTarget(

@@ -2,7 +2,7 @@ import AttestStorage
 import Testing
 
 /// A primary and its standby in one URI (docs/OPERATIONS.md, "A synchronous standby and failover";
-/// scripts/check-failover runs it against real servers): libpq reads the host list and
+/// scripts/check failover runs it against real servers): libpq reads the host list and
 /// `target_session_attrs`, so attestd must hand the URI over unchanged and show it without the password.
 @Suite("Multi-host PostgreSQL URIs")
 struct MultiHostURITests {

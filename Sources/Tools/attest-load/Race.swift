@@ -2,7 +2,7 @@ import AttestSimulator
 import Foundation
 import Synchronization
 
-/// The cross-node races of scripts/check-cluster: many requests that only one may win, sent at
+/// The cross-node races of scripts/check cluster: many requests that only one may win, sent at
 /// once and spread over several attestd nodes (`--port P1,P2,...`). Prints one JSON object:
 /// how many succeeded and, for the others, how many got each `status code/reason`.
 enum Race {

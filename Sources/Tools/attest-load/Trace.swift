@@ -3,7 +3,7 @@ import AttestSimulator
 import Foundation
 import Synchronization
 
-/// `attest-load trace` for scripts/check-failover: every answer recorded, not measured in bulk.
+/// `attest-load trace` for scripts/check failover: every answer recorded, not measured in bulk.
 ///
 /// `devices` threads, thread i against `ports[i mod n]`, each with one synthetic device: it
 /// attests (again after a failure), then refreshes (challenge, assertion with the next counter,

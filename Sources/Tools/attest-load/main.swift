@@ -23,7 +23,7 @@ import Synchronization
 //       one device, N assertions with the same counter over N fresh challenges (one may win)
 //   attest-load trace --port P1,P2 ... --connections N --seconds S
 //       N devices over the nodes, each attesting, then refreshing and authorizing until S pass;
-//       one JSON line per answer (scripts/check-failover: Trace.swift)
+//       one JSON line per answer (scripts/check failover: Trace.swift)
 //
 // The timed modes print `requests_per_second`, `operations_per_second`, `p50_ms`, `p99_ms`, `errors`.
 
