@@ -27,11 +27,13 @@ Every figure is printed beside references measured in the same run:
     default 3; the median ratio decides); --only-scale runs this part alone;
   - SQLite with one HTTP thread pinned to core 0 against the in-process verifier on core 0, in
     alternating rounds (--attest-rounds, default 3: attest over HTTP, then the verifier; the
-    median ratio decides); --only-attest runs this part alone;
+    median ratio decides); --only-attest runs this part alone; with attestd's CPU time per attest
+    (sampled from /proc over the measured window) beside the verifier's time per attestation;
   - paired rounds (--pairs, default 3): SQLite then PostgreSQL, one node each, authorize and refresh,
     one right after the other; the median of the rounds' ratios is what the PostgreSQL targets
     are judged on (a single pass moves by 15 % or more from run to run here); --only-refresh runs
-    them alone, after each store's commit rate;
+    them alone, after each store's commit rate; with attestd's CPU time per refresh on each store
+    beside the refresh use case in process on one core (`attest-bench --service`);
   - --only-stall: the gateway check beside a busy disk: authorize of one live token (answered from
     memory) beside challenges on one node, while dd writes --stall-mb MiB (default 6,000) buffered
     to the same disk and flushes them, then the same load without it (the reference), per store:

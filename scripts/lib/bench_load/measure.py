@@ -7,7 +7,7 @@ import sys
 import time
 import urllib.request
 
-from .tools import OPERATIONS, load, pg_wal_counters, run, wrk
+from .tools import OPERATIONS, cpu_per_operation, load, pg_wal_counters, run, wrk
 
 
 class Measure:
@@ -51,7 +51,10 @@ class Measure:
             ports = self.start(pinned, 1, ["--threads", "1"], cpu=0)
             client_id = self.integration(pinned)
             challenge = float(load(attest_load, "challenge", ports, client_id, self.state, 8, self.seconds, cpu=1)["requests_per_second"])
-            attest = float(load(attest_load, "attest", ports, client_id, self.state, 8, self.seconds, cpu=1)["requests_per_second"])
+            attested = cpu_per_operation(
+                self.nodes[0].pid, lambda: load(attest_load, "attest", ports, client_id, self.state, 8, self.seconds, cpu=1))
+            attest = float(attested["requests_per_second"])
+            self.cpu_us.setdefault("attest", []).append(attested["cpu_us_per_operation"])
             self.stop()
             verify = run(["taskset", "-c", "0", os.path.join(self.bin, "attest-bench"), "--seconds", str(self.seconds)])
             verified = float(re.search(r"attestation_verifications_per_second\s+([0-9.]+)", verify).group(1))
@@ -59,6 +62,11 @@ class Measure:
             print("attest round %d: challenge %.1f attest %.1f verify %.1f (1 thread, core 0)" % (index + 1, challenge, attest, verified),
                   file=sys.stderr, flush=True)
         return figures
+
+    def in_process_refresh(self):
+        """Refreshes per second of the use case in process on core 0 (attest-bench --service)."""
+        out = run(["taskset", "-c", "0", os.path.join(self.bin, "attest-bench"), "--service", "--seconds", str(self.seconds)])
+        return float(re.search(r"service_refreshes_per_second\s+([0-9.]+)", out).group(1))
 
     def pair(self, db, wal=False):
         """One node on `db`: (authorize/s, refresh/s, transaction commits per WAL flush during the
@@ -69,7 +77,11 @@ class Measure:
         token = self.token(ports[0], client_id)
         authorize = wrk(self.seconds, ["http://127.0.0.1:%d/v1/authorize" % ports[0]], ["-H", "Authorization: Bearer " + token])[0]
         before = pg_wal_counters() if wal else None
-        refresh = float(load(attest_load, "refresh", ports, client_id, self.state, 16, self.seconds)["operations_per_second"])
+        refreshed = cpu_per_operation(
+            self.nodes[0].pid, lambda: load(attest_load, "refresh", ports, client_id, self.state, 16, self.seconds))
+        refresh = float(refreshed["operations_per_second"])
+        self.cpu_us.setdefault("refresh " + ("PostgreSQL" if db.startswith("postgresql") else "SQLite"), []).append(
+            refreshed["cpu_us_per_operation"])
         after = pg_wal_counters() if wal else None
         self.stop()
         shared = (after[0] - before[0]) / max(1, after[1] - before[1]) if wal else None

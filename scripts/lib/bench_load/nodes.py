@@ -24,6 +24,7 @@ class Nodes:
         self.rows = []
         self.nodes = []
         self.operability = []  # (label, what, milliseconds) on the large tables
+        self.cpu_us = {}  # attestd's CPU microseconds per operation, per round: {"attest": [...], "refresh SQLite": [...]}
 
     def start(self, db, count=1, extra=(), cpu=None):
         self.nodes = []

@@ -10,7 +10,7 @@ import time
 
 from . import database
 from .database import expiring_pg, expiring_sqlite, reset_pg
-from .report import print_pairs, print_pinned, print_pinned_ratios, print_scale, purge_line
+from .report import print_cpu, print_pairs, print_pinned, print_pinned_ratios, print_scale, purge_line
 from .tools import OPERATIONS, pg_commit_rate, sqlite_commit_rate
 
 
@@ -71,6 +71,7 @@ def only_attest(bench, options, pg_url, started):
         now(), options.seconds, options.attest_rounds, time.monotonic() - started))
     print_pinned(pinned)
     print_pinned_ratios(pinned)
+    print_cpu(bench.cpu_us, {"attest": [1e6 / verify for _, _, verify in pinned]}, "the in-process verifier's time per attestation")
     shutil.rmtree(bench.work, ignore_errors=True)
 
 
@@ -80,6 +81,9 @@ def only_refresh(bench, options, pg_url, started):
     print("date: %s  command: scripts/bench-load %d --only-refresh --pairs %d  (%.0f s in all)" % (
         now(), options.seconds, options.pairs, time.monotonic() - started))
     print_pairs(pairs, commit_rates)
+    service = bench.in_process_refresh()
+    print_cpu(bench.cpu_us, {"refresh SQLite": [1e6 / service]},
+              "the refresh use case in process on one core (attest-bench --service, SQLite: challenge, assertion, token)")
     for node in bench.nodes:
         node.stop()
     shutil.rmtree(bench.work, ignore_errors=True)

@@ -90,3 +90,17 @@ def print_pinned_ratios(pinned):
           % (len(pinned), median_spread([a / v for _, a, v in pinned])))
     print("challenge+attest / verifier (1 thread), median of %d rounds:  %s"
           % (len(pinned), median_spread([1 / (1 / c + 1 / a) / v for c, a, v in pinned])))
+
+
+def print_cpu(cpu_us, references, reference_label):
+    """attestd's CPU time per operation over each round (microseconds, from /proc/PID/stat), the
+    median, and its ratio to the in-process reference where there is one."""
+    for operation, values in sorted(cpu_us.items()):
+        ordered = sorted(values)
+        median = ordered[len(ordered) // 2]
+        line = "attestd CPU per %s: median %.0f us over %d rounds (%s)" % (
+            operation, median, len(values), ", ".join("%.0f" % value for value in values))
+        if references.get(operation):
+            reference = sorted(references[operation])[len(references[operation]) // 2]
+            line += "; %s %.0f us: %.2f x" % (reference_label, reference, median / reference)
+        print(line)

@@ -5,6 +5,7 @@ import http.client
 import os
 import re
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -123,6 +124,45 @@ def pg_wal_counters():
                "SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()), wal_sync FROM pg_stat_wal"])
     commits, syncs = out.strip().split("|")
     return int(commits), int(syncs)
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of process `pid` so far, in seconds (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_operation(pid, work):
+    """Runs `work` (an attest-load run: its parsed lines) and returns them with attestd's CPU time
+    per operation, in microseconds, as "cpu_us_per_operation": attestd's CPU is sampled every
+    0.1 s, and its rate over the run's measured window (the last `seconds` of the run, less its
+    first and last half second: attest-load prepares its requests before the clock starts) is
+    divided by the operations per second."""
+    samples, done = [], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            samples.append((time.monotonic(), cpu_seconds(pid)))
+            done.wait(0.1)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        result = work()
+    finally:
+        done.set()
+        sampler.join()
+    elapsed = float(re.search(r"seconds ([0-9.]+)", result.get("mode", "")).group(1))
+    end = samples[-1][0]
+    window = [(at, cpu) for at, cpu in samples if end - elapsed + 0.5 <= at <= end - 0.5]
+    rate = float(result["operations_per_second"])
+    if len(window) < 2 or not rate:
+        result["cpu_us_per_operation"] = 0
+        return result
+    cpu_rate = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+    result["cpu_us_per_operation"] = cpu_rate / rate * 1e6
+    return result
 
 
 def load(binary, mode, ports, client_id, state, connections, seconds, cpu=None):
