@@ -17,21 +17,21 @@ enum AdminKeyCommands {
     static let create = Command(
         path: ["admin-key", "create"],
         summary: "Create a workspace admin key and print it once (prefix adm_); only its hash is stored.",
-        options: [workspace, role, name, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json],
+        options: [workspace, role, name, StoreOptions.database, StoreOptions.actor, StoreOptions.json],
         run: runCreate)
 
     static let list = Command(
         path: ["admin-key", "list"], summary: "List admin keys: ID, name, workspace, role, status (never the secret).",
-        options: [workspaceFilter, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json], run: runList)
+        options: [workspaceFilter, StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
 
     static let revoke = Command(
         path: ["admin-key", "revoke"], summary: "Revoke an admin key: its next request, and its console sessions, are refused.",
-        options: [IntegrationCommands.database, IntegrationCommands.actor], positionals: ["KEY_ID"], run: runRevoke)
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runRevoke)
 
     static func workspaceAdmin(_ store: any TokenStore, _ io: ToolIO, _ options: ParsedOptions) -> WorkspaceAdmin {
-        let person = IntegrationCommands.actorName(options, io)
+        let person = StoreOptions.actorName(options, io)
         return WorkspaceAdmin(
-            store: store, clock: IntegrationCommands.Clock(io: io),
+            store: store, clock: StoreOptions.Clock(io: io),
             logger: Logger(
                 sink: ClosureSink(write: { line in io.standardError(line + "\n") }), fields: ["actor": person, "tool": "attestctl"]))
     }
@@ -40,12 +40,12 @@ enum AdminKeyCommands {
         guard let role = AdminRole(rawValue: options.required(role)) else {
             throw UsageError(message: "--role takes user, developer, admin, owner or primary_owner, not '\(options.required(role))'")
         }
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             let issued = try workspaceAdmin(store, io, options).issueKey(
                 workspaceID: options.required(workspace), role: role, name: options.required(name),
-                actor: IntegrationCommands.actorName(options, io) + " (attestctl)")
-            if options.flag(IntegrationCommands.json) {
+                actor: StoreOptions.actorName(options, io) + " (attestctl)")
+            if options.flag(StoreOptions.json) {
                 var members = members(issued.record)
                 members.insert(("key", issued.secret), at: 2)
                 io.standardOutput(JSONText.render(JSONValue.object(members), pretty: true) + "\n")
@@ -71,10 +71,10 @@ enum AdminKeyCommands {
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             let keys = try workspaceAdmin(store, io, options).keys(workspaceID: options.value(workspaceFilter))
-            if options.flag(IntegrationCommands.json) {
+            if options.flag(StoreOptions.json) {
                 io.standardOutput(JSONText.render(.array(keys.map { JSONValue.object(members($0)) }), pretty: true) + "\n")
             } else {
                 for key in keys {
@@ -92,10 +92,10 @@ enum AdminKeyCommands {
 
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let id = options.positionals[0]
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             switch try workspaceAdmin(store, io, options).revokeKey(
-                id: id, actor: IntegrationCommands.actorName(options, io) + " (attestctl)")
+                id: id, actor: StoreOptions.actorName(options, io) + " (attestctl)")
             {
             case nil:
                 io.standardError("attestctl admin-key revoke: no admin key \(id)\n")

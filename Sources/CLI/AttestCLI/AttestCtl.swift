@@ -31,8 +31,8 @@ package struct AttestCtl: Sendable {
     static let commands: [Command] = [
         VerifyCommands.attestation, VerifyCommands.assertion, VerifyCommands.receipt, IntegrationCommands.create,
         IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
-        IntegrationCommands.resume, PolicyCommands.update, FraudKeyCommands.setFraudKey, PolicyCommands.list,
-        PolicyCommands.show, IncidentCommands.revokeToken, IncidentCommands.blockDevice, IncidentCommands.auditList,
+        IntegrationCommands.resume, PolicyCommands.update, FraudKeyCommands.setFraudKey, DeviceCommands.list,
+        DeviceCommands.show, TokenCommands.revoke, DeviceCommands.block, AuditCommands.list,
         AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.revoke, DebugTokenCommands.create, DebugTokenCommands.list,
         DebugTokenCommands.revoke, StoreCommands.migrate, StoreCommands.check,
         StoreCommands.copy, StoreCommands.backup, SimulateCommand.command,

@@ -16,17 +16,17 @@ enum DebugTokenCommands {
     static let create = Command(
         path: ["debug-token", "create"],
         summary: "Create a debug token for builds that cannot attest and print it once (prefix dbg_); only its hash is stored.",
-        options: [clientID, name, expiresIn, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json],
+        options: [clientID, name, expiresIn, StoreOptions.database, StoreOptions.actor, StoreOptions.json],
         run: runCreate)
 
     static let list = Command(
         path: ["debug-token", "list"], summary: "List an integration's debug tokens: expiry, last use, tokens minted (never the secret).",
-        options: [clientID, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json], run: runList)
+        options: [clientID, StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
 
     static let revoke = Command(
         path: ["debug-token", "revoke"],
         summary: "Revoke a debug token: every access token it minted is refused at once, on every node.",
-        options: [IntegrationCommands.yes, IntegrationCommands.database, IntegrationCommands.actor], positionals: ["ID"],
+        options: [IntegrationCommands.yes, StoreOptions.database, StoreOptions.actor], positionals: ["ID"],
         run: runRevoke)
 
     /// Seconds in `text`: a whole number followed by m, h or d.
@@ -49,12 +49,12 @@ enum DebugTokenCommands {
             }
             lifetime = seconds
         }
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             let issued = try AdminKeyCommands.workspaceAdmin(store, io, options).createDebugToken(
                 clientID: options.required(clientID), name: options.required(name), lifetime: lifetime,
-                actor: IntegrationCommands.actorName(options, io) + " (attestctl)")
-            if options.flag(IntegrationCommands.json) {
+                actor: StoreOptions.actorName(options, io) + " (attestctl)")
+            if options.flag(StoreOptions.json) {
                 let members = issued.record.publicMembers + [("secret", issued.secret)]
                 io.standardOutput(JSONText.render(JSONValue.object(members.sorted { $0.0 < $1.0 }), pretty: true) + "\n")
             } else {
@@ -73,10 +73,10 @@ enum DebugTokenCommands {
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             let tokens = try AdminKeyCommands.workspaceAdmin(store, io, options).debugTokens(clientID: options.required(clientID))
-            if options.flag(IntegrationCommands.json) {
+            if options.flag(StoreOptions.json) {
                 let list = JSONValue.array(tokens.map { JSONValue.object($0.publicMembers.sorted { $0.0 < $1.0 }) })
                 io.standardOutput(JSONText.render(JSONValue.object([("debug_tokens", list)]), pretty: true) + "\n")
             } else {
@@ -95,7 +95,7 @@ enum DebugTokenCommands {
 
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let id = options.positionals[0]
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         if !options.flag(IntegrationCommands.yes) {
             io.standardError("Revoke debug token \(id)? Every access token it minted stops working at once. Type 'yes' to confirm: ")
             guard io.readLine()?.trimmingCharacters(in: .whitespaces) == "yes" else {
@@ -105,7 +105,7 @@ enum DebugTokenCommands {
         }
         do {
             switch try AdminKeyCommands.workspaceAdmin(store, io, options).revokeDebugToken(
-                id: id, actor: IntegrationCommands.actorName(options, io) + " (attestctl)")
+                id: id, actor: StoreOptions.actorName(options, io) + " (attestctl)")
             {
             case nil:
                 io.standardError("attestctl debug-token revoke: no debug token \(id)\n")

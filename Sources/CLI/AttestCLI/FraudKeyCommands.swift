@@ -21,7 +21,7 @@ enum FraudKeyCommands {
     static let setFraudKey = Command(
         path: ["integration", "set-fraud-key"],
         summary: "Store the integration's DeviceCheck key (sealed) so attestd refreshes its devices' fraud-risk metric.",
-        options: [keyID, keyFile, secretsKeyFile, IntegrationCommands.database, IntegrationCommands.actor, IntegrationCommands.json],
+        options: [keyID, keyFile, secretsKeyFile, StoreOptions.database, StoreOptions.actor, StoreOptions.json],
         positionals: ["CLIENT_ID"], run: runSetFraudKey)
 
     static func runSetFraudKey(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
@@ -58,10 +58,10 @@ enum FraudKeyCommands {
         if secrets.readableByOthers {
             io.standardError("attestctl: warning: the secrets key file \(secretsPath) can be read by other users: chmod 600 it\n")
         }
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             guard
-                try IntegrationCommands.admin(store, io, options).setFraudKey(
+                try StoreOptions.admin(store, io, options).setFraudKey(
                     clientID: clientID, keyID: kid, pem: pemBytes, secretsKey: secrets.key) != nil
             else {
                 io.standardError("attestctl integration set-fraud-key: no integration \(clientID)\n")
@@ -73,7 +73,7 @@ enum FraudKeyCommands {
             io.standardError("attestctl integration set-fraud-key: \(error.reason)\n")
             return ExitCode.failure
         }
-        if options.flag(IntegrationCommands.json) {
+        if options.flag(StoreOptions.json) {
             io.standardOutput(JSONText.object([("client_id", clientID), ("key_id", kid), ("sealed", true)]) + "\n")
         } else {
             io.standardOutput("DeviceCheck key \(kid) set for \(clientID) (sealed); attestd refreshes receipts with --secrets-key-file\n")

@@ -9,10 +9,6 @@ import Foundation
 /// `attestctl integration create|revoke|list|show`: administration over the same SQLite
 /// database the server uses (safe concurrently: every write is a BEGIN IMMEDIATE transaction).
 enum IntegrationCommands {
-    static let database = OptionSpec(
-        "db", value: "PATH|URI", help: "SQLite database file or postgresql:// URI (default: $ATTESTD_DB, else ./attestd.sqlite)",
-        environment: "ATTESTD_DB")
-    static let json = OptionSpec(flag: "json", help: "print JSON instead of text")
     static let workspace = OptionSpec(
         "workspace", value: "W", help: "workspace ID the tokens are scoped to (1-64 of A-Z a-z 0-9 _ -)", required: true)
     static let name = OptionSpec("name", value: "N", help: "a name for people", required: true)
@@ -22,8 +18,6 @@ enum IntegrationCommands {
         "environment", value: "production|development|both",
         help: "App Attest environments accepted (default: production; development keys come from Xcode builds, opt in explicitly)")
     static let yes = OptionSpec(flag: "yes", help: "do not ask for confirmation")
-    static let actor = OptionSpec(
-        "actor", value: "NAME", help: "who acts, for the audit log (default: $SUDO_USER, else $USER)")
     static let requireValidReceipt = OptionSpec(
         flag: "require-valid-receipt", help: "refuse attestations whose Apple receipt does not verify (default: store the verdict only)")
     static let maxRiskMetric = OptionSpec(
@@ -38,82 +32,38 @@ enum IntegrationCommands {
         path: ["integration", "create"],
         summary: "Register an app integration and print its client ID.",
         options: [
-            workspace, name, teamID, bundleID, environment, maxLiveTokens, requireValidReceipt, maxRiskMetric, maxNewKeys, database, actor,
-            json,
+            workspace, name, teamID, bundleID, environment, maxLiveTokens, requireValidReceipt, maxRiskMetric, maxNewKeys,
+            StoreOptions.database, StoreOptions.actor,
+            StoreOptions.json,
         ],
         run: runCreate)
 
     static let revoke = Command(
         path: ["integration", "revoke"],
         summary: "Revoke an integration permanently: its tokens stop working at once, its devices are blocked.",
-        options: [yes, database, actor, json],
+        options: [yes, StoreOptions.database, StoreOptions.actor, StoreOptions.json],
         positionals: ["CLIENT_ID"],
         run: runRevoke)
 
     static let suspend = Command(
         path: ["integration", "suspend"],
         summary: "Pause an integration while an incident is investigated: its tokens and devices are refused, nothing is deleted.",
-        options: [database, actor], positionals: ["CLIENT_ID"], run: { options, io throws(UsageError) in runSuspend(options, io, true) })
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["CLIENT_ID"],
+        run: { options, io throws(UsageError) in runSuspend(options, io, true) })
 
     static let resume = Command(
         path: ["integration", "resume"], summary: "Resume a suspended integration: the same tokens and devices work again.",
-        options: [database, actor], positionals: ["CLIENT_ID"], run: { options, io throws(UsageError) in runSuspend(options, io, false) })
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["CLIENT_ID"],
+        run: { options, io throws(UsageError) in runSuspend(options, io, false) })
 
     static let list = Command(
-        path: ["integration", "list"], summary: "List integrations.", options: [database, actor, json], run: runList)
+        path: ["integration", "list"], summary: "List integrations.",
+        options: [StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
 
     static let show = Command(
-        path: ["integration", "show"], summary: "Show one integration.", options: [database, actor, json], positionals: ["CLIENT_ID"],
+        path: ["integration", "show"], summary: "Show one integration.",
+        options: [StoreOptions.database, StoreOptions.actor, StoreOptions.json], positionals: ["CLIENT_ID"],
         run: runShow)
-
-    /// Opens the database the command names: it must exist with exactly this attestctl's schema.
-    /// attestctl never creates or migrates a database on its own (only attestd, or `attestctl migrate`):
-    /// a mistyped path is refused, and a new attestctl cannot migrate a live database under an old attestd.
-    static func openStore(_ options: ParsedOptions, _ io: ToolIO) -> (any TokenStore)? {
-        let value = options.value(database) ?? "attestd.sqlite"
-        do {
-            return try TokenStores.openExisting(StoreLocation(value), busyTimeout: .milliseconds(5000))
-        } catch {
-            let shown = (try? StoreLocation(value).redacted) ?? value
-            io.standardError("attestctl: cannot use the database \(shown): \(error.reason)\n")
-            return nil
-        }
-    }
-
-    /// Opens the database, runs `body` with the administrator's use cases, and reports a service
-    /// failure as `attestctl COMMAND: reason` with exit 1.
-    static func administering(
-        _ command: String, _ options: ParsedOptions, _ io: ToolIO, _ body: (IntegrationAdmin) throws(ServiceError) -> Int32
-    ) -> Int32 {
-        guard let store = openStore(options, io) else { return ExitCode.failure }
-        do {
-            return try body(admin(store, io, options))
-        } catch {
-            io.standardError("attestctl \(command): \(error.reason)\n")
-            return ExitCode.failure
-        }
-    }
-
-    /// The person behind an action: `--actor`, else the user who ran sudo, else the user.
-    static func actorName(_ options: ParsedOptions, _ io: ToolIO) -> String {
-        options.value(actor) ?? io.environment["SUDO_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? io.environment["USER"] ?? "unknown"
-    }
-
-    /// Administrative actions are logged as JSON lines on stderr and recorded in the audit log,
-    /// with the person behind them.
-    static func admin(_ store: any TokenStore, _ io: ToolIO, _ options: ParsedOptions) -> IntegrationAdmin {
-        let person = actorName(options, io)
-        return IntegrationAdmin(
-            store: store, clock: Clock(io: io),
-            logger: Logger(
-                sink: ClosureSink(write: { line in io.standardError(line + "\n") }), fields: ["actor": person, "tool": "attestctl"]),
-            actor: person + " (attestctl)")
-    }
-
-    struct Clock: WallClock {
-        let io: ToolIO
-        func now() -> Int64 { io.now() }
-    }
 
     static func runCreate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let environments: Set<AppAttestEnvironment>
@@ -128,13 +78,13 @@ enum IntegrationCommands {
             requireValidReceipt: options.flag(requireValidReceipt),
             maxRiskMetric: try options.integer(maxRiskMetric, in: 0...1_000_000),
             maxNewKeysPerHour: try options.integer(maxNewKeys, in: 1...1_000_000))
-        guard let store = openStore(options, io) else { return ExitCode.failure }
-        let admin = admin(store, io, options)
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
+        let admin = StoreOptions.admin(store, io, options)
         do {
             let record = try admin.create(
                 workspaceID: options.required(workspace), name: options.required(name), teamID: options.required(teamID),
                 bundleIDs: options.values(bundleID), environments: environments, maxLiveTokensPerDevice: limit, policy: policy)
-            io.standardOutput(options.flag(json) ? IntegrationJSON.encode(record) : record.clientID + "\n")
+            io.standardOutput(options.flag(StoreOptions.json) ? IntegrationJSON.encode(record) : record.clientID + "\n")
             return ExitCode.success
         } catch  where error.code == .invalidIntegration {
             throw UsageError(message: "\(error.subcode.identifier): \(error.reason)")
@@ -146,7 +96,7 @@ enum IntegrationCommands {
 
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let clientID = options.positionals[0]
-        return administering("integration revoke", options, io) { admin throws(ServiceError) -> Int32 in
+        return StoreOptions.administering("integration revoke", options, io) { admin throws(ServiceError) -> Int32 in
             guard let record = try admin.show(clientID: clientID) else {
                 io.standardError("attestctl integration revoke: no integration \(clientID)\n")
                 return ExitCode.failure
@@ -161,7 +111,7 @@ enum IntegrationCommands {
                 }
             }
             guard let summary = try admin.revoke(clientID: clientID) else { return ExitCode.failure }
-            if options.flag(json) {
+            if options.flag(StoreOptions.json) {
                 io.standardOutput(
                     IntegrationJSON.encode(
                         .object([
@@ -181,7 +131,7 @@ enum IntegrationCommands {
     static func runSuspend(_ options: ParsedOptions, _ io: ToolIO, _ suspend: Bool) -> Int32 {
         let clientID = options.positionals[0]
         let verb = suspend ? "suspend" : "resume"
-        return administering("integration \(verb)", options, io) { admin throws(ServiceError) -> Int32 in
+        return StoreOptions.administering("integration \(verb)", options, io) { admin throws(ServiceError) -> Int32 in
             switch try admin.setSuspended(clientID: clientID, suspend) {
             case nil:
                 io.standardError("attestctl integration \(verb): no integration \(clientID)\n")
@@ -198,9 +148,9 @@ enum IntegrationCommands {
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        return administering("integration list", options, io) { admin throws(ServiceError) -> Int32 in
+        return StoreOptions.administering("integration list", options, io) { admin throws(ServiceError) -> Int32 in
             let records = try admin.list()
-            if options.flag(json) {
+            if options.flag(StoreOptions.json) {
                 io.standardOutput(IntegrationJSON.encode(.array(records.map(IntegrationJSON.value))))
             } else {
                 for record in records {
@@ -213,14 +163,14 @@ enum IntegrationCommands {
     }
 
     static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        return administering("integration show", options, io) { admin throws(ServiceError) -> Int32 in
+        return StoreOptions.administering("integration show", options, io) { admin throws(ServiceError) -> Int32 in
             guard let record = try admin.show(clientID: options.positionals[0]) else {
                 io.standardError("attestctl integration show: no integration \(options.positionals[0])\n")
                 return ExitCode.failure
             }
             let fraudKeyID = try admin.fraudKeyID(clientID: record.clientID)
             let debugTokens = try admin.liveDebugTokens(clientID: record.clientID)
-            if options.flag(json) {
+            if options.flag(StoreOptions.json) {
                 guard case .object(let members) = IntegrationJSON.value(record) else { return ExitCode.failure }
                 let fraudKey = JSONValue.Member("fraud_key_id", fraudKeyID.map(JSONValue.string) ?? .null)
                 let live = JSONValue.Member("live_debug_tokens", .integer(Int64(debugTokens)))

@@ -14,17 +14,17 @@ enum StoreCommands {
     static let migrate = Command(
         path: ["migrate"],
         summary: "Apply this attestctl's migrations to an existing database (attestd also does it when it starts).",
-        options: [IntegrationCommands.database, IntegrationCommands.json],
+        options: [StoreOptions.database, StoreOptions.json],
         run: runMigrate)
 
     static let check = Command(
         path: ["check"],
         summary:
             "Read the whole database for damage (SQLite's quick_check; attestd and attestctl only run a cheap check when they open it).",
-        options: [IntegrationCommands.database], run: runCheck)
+        options: [StoreOptions.database], run: runCheck)
 
     static func runCheck(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        guard let store = IntegrationCommands.openStore(options, io) else { return ExitCode.failure }
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             try store.checkIntegrity()
             io.standardOutput("ok\n")
@@ -41,7 +41,7 @@ enum StoreCommands {
     static let backup = Command(
         path: ["store", "backup"],
         summary: "Write a consistent copy of the live database to a new SQLite file, online, mode 0600 (restore with store copy).",
-        options: [IntegrationCommands.database, backupFile, IntegrationCommands.actor, IntegrationCommands.json], run: runBackup)
+        options: [StoreOptions.database, backupFile, StoreOptions.actor, StoreOptions.json], run: runBackup)
 
     static func runBackup(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let path = options.required(backupFile)
@@ -53,7 +53,7 @@ enum StoreCommands {
             return ExitCode.failure
         }
         close(descriptor)
-        return IntegrationCommands.administering("store backup", options, io) { admin throws(ServiceError) -> Int32 in
+        return StoreOptions.administering("store backup", options, io) { admin throws(ServiceError) -> Int32 in
             do throws(ServiceError) {
                 try admin.backup(to: path)
             } catch {
@@ -61,7 +61,7 @@ enum StoreCommands {
                 throw error
             }
             let bytes = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-            if options.flag(IntegrationCommands.json) {
+            if options.flag(StoreOptions.json) {
                 io.standardOutput(JSONText.render(.object([("backup", path), ("bytes", bytes)]), pretty: true) + "\n")
             } else {
                 io.standardOutput("backed up to \(path) (\(bytes) bytes, mode 0600)\n")
@@ -73,7 +73,7 @@ enum StoreCommands {
     static let copy = Command(
         path: ["store", "copy"],
         summary: "Copy integrations (revoked ones too), devices and unexpired tokens into an empty database, in one transaction.",
-        options: [from, to, IntegrationCommands.json],
+        options: [from, to, StoreOptions.json],
         run: runCopy)
 
     static func location(_ value: String, _ option: String) throws(UsageError) -> StoreLocation {
@@ -84,10 +84,10 @@ enum StoreCommands {
     }
 
     static func runMigrate(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
-        let target = try location(options.value(IntegrationCommands.database) ?? "attestd.sqlite", "db")
+        let target = try location(options.value(StoreOptions.database) ?? "attestd.sqlite", "db")
         do {
             let (_, applied) = try TokenStores.migrate(target, create: false, busyTimeout: .milliseconds(5000), at: io.now())
-            if options.flag(IntegrationCommands.json) {
+            if options.flag(StoreOptions.json) {
                 io.standardOutput(JSONText.render(.object([("applied", applied.map(\.fileName))]), pretty: true) + "\n")
             } else {
                 io.standardOutput(
@@ -111,7 +111,7 @@ enum StoreCommands {
             let (destination, _) = try TokenStores.migrate(target, create: true, busyTimeout: .milliseconds(5000), at: io.now())
             try destination.restore(snapshot)
             let revoked = snapshot.integrations.filter { $0.status == .revoked }.count
-            if options.flag(IntegrationCommands.json) {
+            if options.flag(StoreOptions.json) {
                 io.standardOutput(
                     JSONText.render(
                         .object([

@@ -1,0 +1,98 @@
+import AttestCrypto
+import AttestOptions
+import AttestService
+import AttestStorage
+import Foundation
+
+/// `attestctl device list|show|block`: an integration's devices, and the lever for one.
+enum DeviceCommands {
+    static let clientID = OptionSpec("client-id", value: "CLID", help: "the integration whose devices to list", required: true)
+
+    static let list = Command(
+        path: ["device", "list"],
+        summary: "List an integration's devices: status, counter, environment, receipt, risk metric, live tokens.",
+        options: [clientID, StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
+
+    static let show = Command(
+        path: ["device", "show"], summary: "Show one device (KEY_ID as standard base64 or 64 hex digits).",
+        options: [StoreOptions.database, StoreOptions.actor, StoreOptions.json], positionals: ["KEY_ID"], run: runShow)
+
+    static func value(_ summary: DeviceSummary) -> JSONValue {
+        let device = summary.device
+        let receipt: JSONValue =
+            device.receiptState.map { state in
+                .object([
+                    ("created_at", state.createdAt), ("expires_at", state.expiresAt), ("refreshed_at", state.refreshedAt),
+                    ("risk_metric", state.riskMetric), ("type", state.type?.rawValue), ("verdict", state.verdict.description),
+                ])
+            } ?? .null
+        return .object([
+            ("app_id", device.appID), ("client_id", device.clientID), ("counter", device.counter), ("created_at", device.createdAt),
+            ("environment", device.environment.rawValue), ("key_id", Base64Text.encode(device.keyID, .standard)),
+            ("key_id_hex", Hex.encode(device.keyID)),
+            ("live_tokens", summary.liveTokens), ("receipt", receipt), ("status", device.status.rawValue),
+        ])
+    }
+
+    static func line(_ summary: DeviceSummary) -> String {
+        let device = summary.device
+        let receipt =
+            device.receiptState.map { "\($0.verdict) \($0.type?.rawValue ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" }
+            ?? "unchecked"
+        return
+            "\(Base64Text.encode(device.keyID, .standard))  \(device.status.rawValue)  counter=\(device.counter)  \(device.environment.rawValue)  "
+            + "receipt=\(receipt)  tokens=\(summary.liveTokens)\n"
+    }
+
+    static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        return StoreOptions.administering("device list", options, io) { admin throws(ServiceError) -> Int32 in
+            let devices = try admin.devices(clientID: options.required(clientID))
+            if options.flag(StoreOptions.json) {
+                io.standardOutput(JSONText.render(.array(devices.map(value)), pretty: true) + "\n")
+            } else {
+                for device in devices { io.standardOutput(line(device)) }
+            }
+            return ExitCode.success
+        }
+    }
+
+    static func runShow(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let text = options.positionals[0]
+        let keyID = try Self.keyID(text)
+        return StoreOptions.administering("device show", options, io) { admin throws(ServiceError) -> Int32 in
+            guard let device = try admin.device(keyID: keyID) else {
+                io.standardError("attestctl device show: no device \(text)\n")
+                return ExitCode.failure
+            }
+            io.standardOutput(
+                options.flag(StoreOptions.json) ? JSONText.render(value(device), pretty: true) + "\n" : line(device))
+            return ExitCode.success
+        }
+    }
+
+    static let block = Command(
+        path: ["device", "block"],
+        summary: "Block one device key (standard base64 or 64 hex digits): its tokens stop working at once, it can never refresh again.",
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runBlock)
+
+    /// A device's KEY_ID argument: the 32-byte key ID as 64 hex digits (as `device list` prints it) or
+    /// standard base64 (as the app sends it). Shared by `device block` and `device show`.
+    static func keyID(_ text: String) throws(UsageError) -> [UInt8] {
+        guard let keyID = Hex.decode(text).flatMap({ $0.count == 32 ? $0 : nil }) ?? Base64Text.decode(text, .standard), keyID.count == 32
+        else { throw UsageError(message: "KEY_ID takes the 32-byte key ID as standard base64 (as the app sends it) or 64 hex digits") }
+        return keyID
+    }
+
+    static func runBlock(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let text = options.positionals[0]
+        let keyID = try keyID(text)
+        return StoreOptions.administering("device block", options, io) { admin throws(ServiceError) -> Int32 in
+            guard let tokens = try admin.blockDevice(keyID: keyID) else {
+                io.standardError("attestctl device block: no device \(text)\n")
+                return ExitCode.failure
+            }
+            io.standardOutput("blocked device \(Hex.encode(keyID)): \(tokens) tokens revoked\n")
+            return ExitCode.success
+        }
+    }
+}
