@@ -157,6 +157,10 @@ let package = Package(
                 "AttestClient", "AttestClientSimulator", "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestServer",
                 "AttestService", "AttestStorage", "AttestTesting",
             ], swiftSettings: strict),
+        // The client over URLSession against real sockets (servers that are not attestd): the integration stage runs it.
+        .testTarget(
+            name: "AttestClientIntegrationTests", dependencies: ["AttestClient", "AttestClientSimulator", "AttestTesting"],
+            swiftSettings: strict),
         .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability"], swiftSettings: strict),
         .testTarget(
             name: "AttestReceiptsTests",

@@ -106,7 +106,9 @@ struct AttestClientRetryTests {
         let path = world.sqliteFile.path
         // Another writer holds SQLite's write lock (attestctl mid-transaction, or a backup) until
         // the client pauses after attestd's 503 (20 s at most).
-        world.uptime.onPause { release.signal() }
+        world.uptime.onPause {
+            if (try? world.requests("challenge", status: 503)) ?? 0 > 0 { release.signal() }
+        }
         let holder = Thread {
             guard let database = try? SQLiteDatabase(path: path, create: false) else {
                 locked.signal()

@@ -337,11 +337,11 @@ final class Counter: Sendable {
     func count(_ name: String) -> Int { counts.withLock { $0[name, default: 0] } }
 }
 
-/// attestd's wall clock in process: it moves on with the clients' manual clock, so a client's
-/// pause for `Retry-After` lets attestd's limits refill.
+/// attestd's wall clock in process: the system's, moved on by as much as the clients' manual clock
+/// has moved, so a client's pause for `Retry-After` lets attestd's limits refill, and attestd is
+/// never behind the real time the simulated device dates its certificates by.
 struct FollowingUptime: WallClock {
     let uptime: ManualClock
-    let start = Int64(Date().timeIntervalSince1970)
     private let origin: TimeInterval
 
     init(uptime: ManualClock) {
@@ -349,5 +349,5 @@ struct FollowingUptime: WallClock {
         origin = uptime.now()
     }
 
-    func now() -> Int64 { start + Int64((uptime.now() - origin).rounded(.down)) }
+    func now() -> Int64 { Int64(Date().timeIntervalSince1970 + (uptime.now() - origin)) }
 }

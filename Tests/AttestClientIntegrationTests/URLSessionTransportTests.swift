@@ -1,4 +1,5 @@
 import AttestClient
+import AttestClientSimulator
 import AttestTesting
 import Foundation
 import Glibc
@@ -31,12 +32,12 @@ struct AttestClientBoundsTests {
 
     @Test("a silent attestd: token() fails within the retry budget plus one request timeout, attested path and debug path alike")
     func silentServer() async throws {
-        let world = try ClientWorld()
+        let world = try AppWorld()
         let silent = try SilentListener()
         let attested = Self.client(port: silent.port, device: try world.device(), keyStore: world.keyStore(), budget: 2, timeout: 1.5)
         let debug = AttestClient(
             configuration: AttestClient.Configuration(
-                baseURL: URL(string: "http://127.0.0.1:\(silent.port)") ?? URL(fileURLWithPath: "/"), clientID: world.integration.clientID,
+                baseURL: URL(string: "http://127.0.0.1:\(silent.port)") ?? URL(fileURLWithPath: "/"), clientID: world.clientID,
                 retryBudget: 2,
                 requestTimeout: 1.5),
             debugToken: "dbg_" + String(repeating: "A", count: 43))
@@ -56,7 +57,7 @@ struct AttestClientBoundsTests {
 
     @Test("an answer over 64 KiB, a challenge that is not 32 bytes and a token not of attestd's form are refused, nothing signed")
     func hostileAnswers() async throws {
-        let world = try ClientWorld()
+        let world = try AppWorld()
         let device = try world.device()
         let huge = try CannedServer(answer: CannedServer.ok(Array(repeating: UInt8(ascii: " "), count: 1 << 20)))
         let short = try CannedServer(answer: CannedServer.ok(Array(#"{"challenge": "AAAAAAAAAAAAAAAAAAAAAA", "expires_in": 300}"#.utf8)))
@@ -77,7 +78,7 @@ struct AttestClientBoundsTests {
         let forged = try CannedServer(answer: CannedServer.ok(Array(#"{"access_token": "atk_short", "expires_in": 3600}"#.utf8)))
         let debug = AttestClient(
             configuration: AttestClient.Configuration(
-                baseURL: URL(string: "http://127.0.0.1:\(forged.port)") ?? URL(fileURLWithPath: "/"), clientID: world.integration.clientID,
+                baseURL: URL(string: "http://127.0.0.1:\(forged.port)") ?? URL(fileURLWithPath: "/"), clientID: world.clientID,
                 retryBudget: 0),
             debugToken: "dbg_" + String(repeating: "A", count: 43))
         await #expect {
@@ -98,7 +99,7 @@ struct AttestClientBoundsTests {
 
     @Test("a redirection is not followed: the request's body goes nowhere else, and the 307 is attestd's refusal")
     func redirectNotFollowed() async throws {
-        let world = try ClientWorld()
+        let world = try AppWorld()
         // Followed, the request would wait on the silent listener until its timeout (a transport error).
         let elsewhere = try SilentListener()
         let redirecting = try CannedServer(
@@ -108,49 +109,38 @@ struct AttestClientBoundsTests {
         let client = AttestClient(
             configuration: AttestClient.Configuration(
                 baseURL: URL(string: "http://127.0.0.1:\(redirecting.port)") ?? URL(fileURLWithPath: "/"),
-                clientID: world.integration.clientID,
+                clientID: world.clientID,
                 retryBudget: 0, requestTimeout: 3),
             debugToken: "dbg_" + String(repeating: "A", count: 43))
         await #expect(throws: AttestClientError.rejected(status: 307, code: "", reason: "")) { _ = try await client.token() }
     }
+}
 
-    @Test("a client whose key's turn never comes (another process holds the lock file) ends its call within its deadline")
-    func turnWaitEnds() async throws {
-        let world = try ClientWorld()
-        let store = world.keyStore()
-        let lockFile = try #require(store.coordination.lockFile)
-        try FileManager.default.createDirectory(at: lockFile.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let descriptor = open(lockFile.path, O_RDWR | O_CREAT, 0o600)
-        #expect(descriptor >= 0 && flock(descriptor, LOCK_EX) == 0)
-        defer { close(descriptor) }
-        let client = world.client(
-            configuration: AttestClient.Configuration(
-                baseURL: world.baseURL, clientID: world.integration.clientID, retryBudget: 1, requestTimeout: 1),
-            device: try world.device(), keyStore: store)
-        let start = world.uptime.now()
-        await #expect {
-            _ = try await client.token()
-        } throws: { error in
-            guard case .transport(let text)? = error as? AttestClientError else { return false }
-            return text.contains("did not finish")
-        }
-        #expect(world.uptime.now() - start <= 1 + 1 + 0.05)  // the budget and one request's timeout, on the client's clock
-        #expect(try world.requests("challenge") == 0)
+/// The app's side only, for the tests of the URLSession transport against servers that are not
+/// attestd: a simulated device and a key ID file in a temporary directory.
+struct AppWorld {
+    static let teamID = "ABCDE12345"
+    static let bundleID = "com.example.messages"
+    let directory: URL
+    let clientID = "clid_" + String(repeating: "a", count: 32)
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-app-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     }
 
-    @Test("no key is attested with under a second of the call left: Apple attests a key once, and it could not be sent")
-    func noAttestationWithoutTime() async throws {
-        let world = try ClientWorld()
-        let client = world.client(
-            configuration: AttestClient.Configuration(
-                baseURL: world.baseURL, clientID: world.integration.clientID, retryBudget: 0, requestTimeout: 0.8),
-            device: try world.device(), keyStore: world.keyStore())
-        await #expect {
-            _ = try await client.token()
-        } throws: { error in
-            guard case .transport(let text)? = error as? AttestClientError else { return false }
-            return text.contains("too little")
-        }
-        #expect(try world.requests("attest") == 0)
+    var stateDirectory: URL { directory.appendingPathComponent("simulator") }
+
+    func device() throws -> SimulatedAppAttestDevice {
+        try SimulatedAppAttestDevice(stateDirectory: stateDirectory, teamID: Self.teamID, bundleID: Self.bundleID)
+    }
+
+    func keyStore() -> FileKeyIDStore { FileKeyIDStore(url: directory.appendingPathComponent("app/key-id")) }
+
+    /// The keys the simulated app holds.
+    func deviceKeys() throws -> Int {
+        let keys = stateDirectory.appendingPathComponent("devices/\(Self.teamID).\(Self.bundleID)")
+        guard FileManager.default.fileExists(atPath: keys.path) else { return 0 }
+        return try FileManager.default.contentsOfDirectory(atPath: keys.path).filter { $0.hasSuffix(".pem") }.count
     }
 }
