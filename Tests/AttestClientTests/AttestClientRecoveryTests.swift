@@ -103,7 +103,7 @@ struct AttestClientRecoveryTests {
         let world = try ClientWorld { $0.insecureTestMode = true }
         let device = HookedDevice(try world.device()) { call, number in
             // The first attestation reaches attestd after its challenge expired.
-            if call == "attestKey" { try world.setServerClock(number == 1 ? Date().addingTimeInterval(1000) : nil) }
+            if call == "attestKey" { try world.setServerClock(number == 1 ? world.serverDate.addingTimeInterval(1000) : nil) }
         }
         let token = try await world.client(device: device, keyStore: world.keyStore()).token()
         #expect(token.value.hasPrefix("atk_"))
@@ -120,7 +120,7 @@ struct AttestClientRecoveryTests {
             guard call == "generateAssertion" else { return }
             // Refresh 1: only its first assertion is late. Refresh 2: every one is.
             let late = number == 1 || expireEvery.count("on") > 0
-            try world.setServerClock(late ? Date().addingTimeInterval(1000 * Double(number)) : nil)
+            try world.setServerClock(late ? world.serverDate.addingTimeInterval(1000 * Double(number)) : nil)
         }
         let client = world.client(device: device, keyStore: world.keyStore())
         _ = try await client.token()

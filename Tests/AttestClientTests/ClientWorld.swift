@@ -155,6 +155,9 @@ final class ClientWorld: Sendable {
         return URL(fileURLWithPath: path)
     }
 
+    /// attestd's time now (its own clock, which runs ahead of the real time in process).
+    var serverDate: Date { Date(timeIntervalSince1970: TimeInterval(serverClock.now())) }
+
     /// Freezes attestd's clock at `date`, or returns it to the system clock (nil); test mode only.
     func setServerClock(_ date: Date?) throws {
         let now = date.map { String(Int64($0.timeIntervalSince1970)) } ?? "0"
@@ -337,11 +340,14 @@ final class Counter: Sendable {
     func count(_ name: String) -> Int { counts.withLock { $0[name, default: 0] } }
 }
 
-/// attestd's wall clock in process: the system's, moved on by as much as the clients' manual clock
-/// has moved, so a client's pause for `Retry-After` lets attestd's limits refill, and attestd is
-/// never behind the real time the simulated device dates its certificates by.
+/// attestd's wall clock in process: it moves on only with the clients' manual clock, so a
+/// client's pause for `Retry-After` refills attestd's limits and real time refills nothing (the
+/// tests' rates are exact however slow the machine). It starts an hour ahead of the real time:
+/// the simulated device dates its certificates by the real time, valid from a minute before
+/// it, so attestd's time must not fall behind the real one while the world lives.
 struct FollowingUptime: WallClock {
     let uptime: ManualClock
+    private let start = Int64(Date().timeIntervalSince1970) + 3600
     private let origin: TimeInterval
 
     init(uptime: ManualClock) {
@@ -349,5 +355,5 @@ struct FollowingUptime: WallClock {
         origin = uptime.now()
     }
 
-    func now() -> Int64 { Int64(Date().timeIntervalSince1970 + (uptime.now() - origin)) }
+    func now() -> Int64 { start + Int64((uptime.now() - origin).rounded(.down)) }
 }
