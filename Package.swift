@@ -69,7 +69,7 @@ let package = Package(
             path: "Sources/Client/AttestClientSimulator", swiftSettings: strict),
         // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
         .target(
-            name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"],
+            name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestStorage", "AttestSimulator"],
             path: "Sources/Testing/AttestTesting", swiftSettings: strict),
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestObservability", "AttestStorage"],
@@ -161,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "AttestClientIntegrationTests", dependencies: ["AttestClient", "AttestClientSimulator", "AttestTesting"],
             swiftSettings: strict),
-        .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability"], swiftSettings: strict),
+        .testTarget(name: "AttestObservabilityTests", dependencies: ["AttestObservability", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestReceiptsTests",
             dependencies: [

@@ -62,7 +62,7 @@ struct HTTPServerRequestTests {
         let body = (0..<3000).map { UInt8($0 % 251) }
         try client.send("POST /upload HTTP/1.1\r\nHost: test\r\nContent-Length: 3000\r\n\r\n")
         for piece in stride(from: 0, to: body.count, by: 1000) {
-            usleep(30_000)
+            usleep(30_000)  // real time: a body that arrives in pieces, apart, as from a slow client
             try client.send(Array(body[piece..<(piece + 1000)]))
         }
         #expect(try client.receiveResponse().status == 200)

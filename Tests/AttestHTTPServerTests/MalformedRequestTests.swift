@@ -154,7 +154,7 @@ struct RequestDeadlineTests {
         try slow.send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
         let started = ContinuousClock.now
         for _ in 0..<12 {
-            usleep(250_000)
+            usleep(250_000)  // real time: a body trickled a byte at a time, as a slowloris sends it
             if (try? slow.send("a")) == nil { break }
         }
         #expect(slow.discardUntilClosed())

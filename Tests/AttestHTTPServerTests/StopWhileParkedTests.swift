@@ -66,7 +66,7 @@ struct StopWhileParkedTests {
         let deadline = ContinuousClock.now + .seconds(10)
         while server.context.parked.count > 0 && ContinuousClock.now < deadline {
             try late.send("X-Keep-Alive: 1\r\n")
-            usleep(100_000)
+            usleep(100_000)  // real time: the stop's drain runs on libmicrohttpd's clock; the client keeps talking meanwhile
         }
         try late.send("\r\n")
         let response = try late.receiveResponse()

@@ -16,7 +16,7 @@ final class RecordingResponder: HTTPResponder {
 
     func respond(to request: HTTPRequest) -> HTTPResponse {
         recorded.withLock { $0.append(request) }
-        if delayMicroseconds > 0 { usleep(delayMicroseconds) }
+        if delayMicroseconds > 0 { usleep(delayMicroseconds) }  // real time: a responder as slow as the test asks
         return response
     }
 
@@ -30,14 +30,4 @@ func startServer(
     var configuration = HTTPServer.Configuration(host: "127.0.0.1", port: 0, threads: 2)
     adjust(&configuration)
     return try HTTPServer(configuration: configuration, responder: responder)
-}
-
-/// Polls `condition` every 5 ms until it holds or `seconds` pass; returns its last value.
-func eventually(within seconds: Int = 5, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
 }

@@ -1,3 +1,4 @@
+import AttestTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -40,30 +41,20 @@ struct WriteWaitersTests {
         }
     }
 
-    /// Waits up to 5 s for `condition`.
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { return false }
-            usleep(5_000)
-        }
-        return true
-    }
-
     @Test("runs at most `limit` at once, the rest first come first served, and its threads end when idle")
     func limitOrderAndIdle() {
         let waiters = WriteWaiters(limit: 2, idleLimit: .milliseconds(100))
         #expect(waiters.load == (0, 0))
         let gate = Gate()
         for index in 0..<6 { gate.submit(index, to: waiters) }
-        #expect(Self.eventually { gate.started.withLock { $0.count } == 2 })
+        #expect(eventually { gate.started.withLock { $0.count } == 2 })
         #expect(waiters.load == (2, 4))
         gate.release()
         #expect(gate.finished.wait(timeout: .now() + .seconds(5)) == .success)
         // Two threads take the queued work in turn; which of them records first is theirs to race.
         let started = gate.started.withLock { $0 }
         #expect(Set(started.prefix(2)) == [0, 1] && Set(started.dropFirst(2)) == [2, 3, 4, 5])
-        #expect(Self.eventually { waiters.load == (0, 0) })
+        #expect(eventually { waiters.load == (0, 0) })
         // A thread that ended is started again for new work.
         let again = Gate()
         again.release()
@@ -77,14 +68,14 @@ struct WriteWaitersTests {
         let waiters = WriteWaiters(limit: 1)
         let gate = Gate()
         for index in 0..<3 { gate.submit(index, to: waiters) }
-        #expect(Self.eventually { gate.started.withLock { $0 } == [0] })
+        #expect(eventually { gate.started.withLock { $0 } == [0] })
         let stopped = DispatchSemaphore(value: 0)
         DispatchQueue(label: "stopper").async {
             waiters.stop()
             stopped.signal()
         }
         // The queued two are withdrawn at once; the running one holds the stop until it ends.
-        #expect(Self.eventually { gate.withdrawn.withLock { $0 } == [1, 2] })
+        #expect(eventually { gate.withdrawn.withLock { $0 } == [1, 2] })
         #expect(stopped.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
         gate.release()
         #expect(stopped.wait(timeout: .now() + .seconds(5)) == .success)

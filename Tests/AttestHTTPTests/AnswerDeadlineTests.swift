@@ -1,4 +1,5 @@
 import AttestHTTPServer
+import AttestTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -30,7 +31,7 @@ struct AnswerDeadlineTests {
 
     /// A router whose `/never` route never answers and whose `/late` route answers when the test
     /// gives `late`'s answers, with a deadline of 300 ms.
-    static func router(late: HeldAnswers = HeldAnswers()) -> Router {
+    static func router(late: HeldAnswers = HeldAnswers(), clock: ManualEdgeClock = ManualEdgeClock()) -> Router {
         let builder = RouterBuilder()
         builder.root.add("GET", "/never", name: "never", .lookup { _, _ in })
         builder.root.add("GET", "/late", name: "late", .lookup { _, reply in late.hold { reply { _ in HTTPResponse(status: 200) } } })
@@ -39,44 +40,60 @@ struct AnswerDeadlineTests {
             return HTTPResponse(status: 200)
         }
         builder.root.add("GET", "/soon", name: "soon", .lookup { _, reply in reply { _ in HTTPResponse(status: 200) } })
-        return builder.router(middleware: [], answerDeadline: .milliseconds(300))
+        return builder.router(middleware: [], answerDeadline: .milliseconds(300), clock: clock)
     }
 
-    /// The router's answer, or nil when it has not come within `seconds` (it is left waiting).
-    static func respond(_ router: Router, _ request: HTTPRequest, within seconds: Int) -> HTTPResponse? {
-        let answered = Mutex<HTTPResponse?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        // A thread of its own: the router's wait blocks it.
-        Thread {
-            let response = router.respond(to: request)
-            answered.withLock { $0 = response }
+    /// A request answered on a thread of its own (the router's wait blocks it).
+    final class Asked: Sendable {
+        private let answered = Mutex<HTTPResponse?>(nil)
+        private let done = DispatchSemaphore(value: 0)
+
+        init(_ router: Router, _ request: HTTPRequest) {
+            Thread { [self] in
+                let response = router.respond(to: request)
+                answered.withLock { $0 = response }
+                done.signal()
+            }.start()
+        }
+
+        /// The answer, or nil when it has not come within `seconds` of real time.
+        func answer(within seconds: Double = 10) -> HTTPResponse? {
+            guard done.wait(timeout: .now() + .milliseconds(Int(seconds * 1000))) == .success else { return nil }
             done.signal()
-        }.start()
-        guard done.wait(timeout: .now() + .seconds(seconds)) == .success else { return nil }
-        return answered.withLock { $0 }
+            return answered.withLock { $0 }
+        }
+    }
+
+    /// Asks `router` for `path` and moves `clock` past the deadline once the lookup waits for it.
+    static func pastTheDeadline(_ router: Router, _ clock: ManualEdgeClock, _ path: String) -> HTTPResponse? {
+        let asked = Asked(router, HTTPRequest(method: "GET", path: path))
+        guard eventually(within: 10, { router.answerDeadlines.pendingCount == 1 }) else { return nil }
+        clock.advance(by: .milliseconds(299))
+        guard asked.answer(within: 0) == nil else { return nil }  // not yet: a millisecond is left
+        clock.advance(by: .milliseconds(1))
+        return asked.answer()
     }
 
     @Test("an answer that has not come by the deadline is 503 storage_unavailable with Retry-After")
     func expires() {
-        let router = Self.router()
-        let started = ContinuousClock.now
-        guard let response = Self.respond(router, HTTPRequest(method: "GET", path: "/never"), within: 5) else {
-            Issue.record("no answer within 5 s")
+        let clock = ManualEdgeClock()
+        let router = Self.router(clock: clock)
+        guard let response = Self.pastTheDeadline(router, clock, "/never") else {
+            Issue.record("no answer at the deadline, or one before it")
             return
         }
-        let elapsed = ContinuousClock.now - started
         #expect(response.status == 503)
         #expect(response.headers.contains(HTTPHeader(name: "Retry-After", value: "1")))
         #expect(String(decoding: response.body, as: UTF8.self).contains(#""code":"storage_unavailable""#))
-        #expect(elapsed >= .milliseconds(300) && elapsed < .seconds(2), "\(elapsed)")
         #expect(router.answerDeadlines.pendingCount == 0)
     }
 
     @Test("the route's answer after the deadline changes nothing; answers in time leave no deadline pending")
     func lateAndTimelyAnswers() {
         let late = HeldAnswers()
-        let router = Self.router(late: late)
-        #expect(Self.respond(router, HTTPRequest(method: "GET", path: "/late"), within: 5)?.status == 503)
+        let clock = ManualEdgeClock()
+        let router = Self.router(late: late, clock: clock)
+        #expect(Self.pastTheDeadline(router, clock, "/late")?.status == 503)
         late.giveAll()
         for _ in 0..<100 { #expect(router.respond(to: HTTPRequest(method: "GET", path: "/soon")).status == 200) }
         #expect(router.answerDeadlines.pendingCount == 0)
@@ -85,20 +102,14 @@ struct AnswerDeadlineTests {
     @Test("an offloaded handler's answer has no deadline of the router's")
     func writesWaitForTheirOwnAnswer() {
         let late = HeldAnswers()
-        let router = Self.router(late: late)
-        let answered = Mutex<HTTPResponse?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            let response = router.respond(to: HTTPRequest(method: "GET", path: "/write"))
-            answered.withLock { $0 = response }
-            done.signal()
-        }.start()
+        let clock = ManualEdgeClock()
+        let router = Self.router(late: late, clock: clock)
+        let asked = Asked(router, HTTPRequest(method: "GET", path: "/write"))
         // Three times the router's deadline: the answer is still the route's to give.
-        #expect(done.wait(timeout: .now() + .milliseconds(900)) == .timedOut)
-        #expect(router.answerDeadlines.pendingCount == 0)
+        clock.advance(by: .milliseconds(900))
+        #expect(asked.answer(within: 0.1) == nil)
+        #expect(router.answerDeadlines.pendingCount == 0 && clock.pendingCount == 0)
         late.giveAll()
-        #expect(done.wait(timeout: .now() + .seconds(5)) == .success)
-        let response = answered.withLock { $0 }
-        #expect(response?.status == 200)
+        #expect(asked.answer()?.status == 200)
     }
 }

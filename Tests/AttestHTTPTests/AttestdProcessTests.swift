@@ -326,15 +326,15 @@ struct AttestdProcessTests {
                 let status = introspect(old)
                 statuses.withLock { $0.append(status) }
                 // Paced: attestd's log lines go to a pipe this test reads only at the end (64 KiB).
-                usleep(20_000)
+                usleep(20_000)  // paced, so the log pipe read at the end does not fill
             }
         }
         load.start()
-        usleep(300_000)
+        usleep(300_000)  // real time: the load runs against attestd as a process before the reload
         try write([old, new])
         kill(attestd.process.processIdentifier, SIGHUP)
         #expect(eventually(within: 2) { introspect(new) == 200 })
-        usleep(2_000_000)
+        usleep(2_000_000)  // real time: the load goes on across the reload
         let during = statuses.withLock { $0 }
         #expect(!during.isEmpty && during.allSatisfy { $0 == 200 }, "\(Set(during))")
         try write([new])
@@ -343,7 +343,7 @@ struct AttestdProcessTests {
         #expect(introspect(new) == 200)
         try write(["short"])
         kill(attestd.process.processIdentifier, SIGHUP)
-        usleep(300_000)
+        usleep(300_000)  // real time: a process's signal handler has no event to wait for
         #expect(introspect(new) == 200)  // a bad file changes nothing
         #expect(attestd.process.isRunning)
         attestd.process.terminate()
@@ -352,16 +352,6 @@ struct AttestdProcessTests {
         #expect(log.contains("gateway secrets reloaded") && log.contains("previous ones stay in force"))
         #expect(!log.contains(old) && !log.contains(new))
     }
-}
-
-/// Polls `condition` every 50 ms for at most `seconds`.
-func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        usleep(50_000)
-    }
-    return condition()
 }
 
 @Suite("attestd, a port held by another process")

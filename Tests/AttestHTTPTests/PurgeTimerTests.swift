@@ -1,35 +1,71 @@
 import AttestServer
-import Foundation
+import AttestTesting
+import Dispatch
 import Synchronization
 import Testing
 
 /// The purge runs on a queue of its own (decision 0015); stopping it waits for a purge under way,
-/// so that none writes after the store's last checkpoint at a clean stop.
+/// so that none writes after the store's last checkpoint at a clean stop. On a manual clock: the
+/// ticks pass without real time passing.
 @Suite("PurgeTimer")
 struct PurgeTimerTests {
-    @Test("runs at once, then stops: a job under way finishes before stop returns, and none runs after")
-    func stopWaitsForTheJob() {
+    @Test("runs at once and then every interval of its clock, and never before")
+    func ticks() {
+        let clock = ManualEdgeClock()
         let runs = Atomic<Int>(0)
-        let finished = Atomic<Int>(0)
-        let timer = PurgeTimer(every: 1) {
+        let ran = DispatchSemaphore(value: 0)
+        let timer = PurgeTimer(every: 60, clock: clock) {
             runs.add(1, ordering: .sequentiallyConsistent)
-            usleep(400_000)
+            ran.signal()
+        }
+        #expect(ran.wait(timeout: .now() + .seconds(10)) == .success)  // at once
+        clock.advance(by: .seconds(59))
+        #expect(runs.load(ordering: .sequentiallyConsistent) == 1)
+        clock.advance(by: .seconds(1))
+        #expect(runs.load(ordering: .sequentiallyConsistent) == 2)
+        clock.advance(by: .seconds(120))
+        #expect(runs.load(ordering: .sequentiallyConsistent) == 4)
+        #expect(timer.stop(waitingAtMost: .seconds(5)))
+    }
+
+    @Test("stop waits for a job under way, and no job runs after it")
+    func stopWaitsForTheJob() {
+        let clock = ManualEdgeClock()
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = Atomic<Int>(0)
+        let runs = Atomic<Int>(0)
+        let timer = PurgeTimer(every: 1, clock: clock) {
+            runs.add(1, ordering: .sequentiallyConsistent)
+            started.signal()
+            release.wait()
             finished.add(1, ordering: .sequentiallyConsistent)
         }
-        let deadline = ContinuousClock.now + .seconds(2)
-        while runs.load(ordering: .sequentiallyConsistent) == 0 && ContinuousClock.now < deadline { usleep(5_000) }
-        #expect(runs.load(ordering: .sequentiallyConsistent) == 1)
-        #expect(timer.stop(waitingAtMost: .seconds(2)))
+        #expect(started.wait(timeout: .now() + .seconds(10)) == .success)
+        let stopped = DispatchSemaphore(value: 0)
+        let outcome = Mutex(false)
+        DispatchQueue(label: "stopper").async {
+            let idle = timer.stop(waitingAtMost: .seconds(10))
+            outcome.withLock { $0 = idle }
+            stopped.signal()
+        }
+        // The stop has begun once the next run's timer is gone; it holds while the job runs.
+        #expect(eventually { clock.pendingCount == 0 })
+        #expect(stopped.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        release.signal()
+        #expect(stopped.wait(timeout: .now() + .seconds(10)) == .success)
+        #expect(outcome.withLock { $0 })
         #expect(finished.load(ordering: .sequentiallyConsistent) == 1)
-        usleep(1_500_000)
+        clock.advance(by: .seconds(10))
         #expect(runs.load(ordering: .sequentiallyConsistent) == 1)
+        #expect(clock.pendingCount == 0)
     }
 
     @Test("gives up waiting after the limit for a job that does not finish")
     func boundedWait() {
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
-        let timer = PurgeTimer(every: 60) {
+        let timer = PurgeTimer(every: 60, clock: ManualEdgeClock()) {
             started.signal()
             release.wait()
         }

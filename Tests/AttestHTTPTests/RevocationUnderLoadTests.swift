@@ -88,7 +88,6 @@ struct RevocationUnderLoadTests {
 
     /// Waits for `condition`, for 20 seconds at most (the expectations then say what was missing).
     static func waitUntil(_ condition: () -> Bool) {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while !condition() && ContinuousClock.now < deadline { usleep(1_000) }
+        _ = eventually(within: 20, condition)
     }
 }

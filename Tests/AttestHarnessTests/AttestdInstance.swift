@@ -130,12 +130,7 @@ final class AttestdInstance {
     }
 
     private static func wait(for process: Process, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning {
-            guard Date() < deadline else { return false }
-            usleep(10_000)
-        }
-        return true
+        eventually(within: seconds) { !process.isRunning }
     }
 }
 
@@ -161,22 +156,20 @@ final class LogCollector: Sendable {
     /// The port from attestd's `"listening"` JSON line (`"listen.port":N`), or nil at the deadline
     /// or when `alive` turns false first.
     func waitForPort(seconds: Double, while alive: () -> Bool) -> UInt16? {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
+        var port: UInt16?
+        _ = eventually(within: seconds) {
             let seen = text
             if let range = seen.range(of: #""listen.port":"#) {
                 let digits = seen[range.upperBound...].prefix { $0.isNumber }
-                if seen[range.upperBound...].count > digits.count { return UInt16(digits) }
+                if seen[range.upperBound...].count > digits.count { port = UInt16(digits) }
             }
-            guard alive() else { return nil }
-            usleep(10_000)
+            return port != nil || !alive()
         }
-        return nil
+        return port
     }
 
     /// Waits for the end of the stream (the child has exited and its stderr is drained).
     func waitForEnd(seconds: Double) {
-        let deadline = Date().addingTimeInterval(seconds)
-        while !state.withLock({ $0.ended }) && Date() < deadline { usleep(10_000) }
+        _ = eventually(within: seconds) { state.withLock { $0.ended } }
     }
 }

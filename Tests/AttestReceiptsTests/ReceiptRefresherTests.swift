@@ -257,8 +257,7 @@ struct ReceiptRefresherTests {
         let world = try RefreshWorld(answer: HTTPResponse(status: 304))
         let refresher = try world.refresher()
         refresher.start()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while world.fake.requests.isEmpty && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        _ = eventually(within: 10) { !world.fake.requests.isEmpty }
         refresher.stop()
         #expect(world.fake.requests.count == 1)
         #expect(refresher.outcomes[.notModified] == 1)

@@ -78,7 +78,7 @@ struct PostgresAnswerLeaseTests {
             let deadline = ContinuousClock.now + .seconds(10)
             while node.lookupsFromMemory == before && ContinuousClock.now < deadline {
                 #expect(try node.activeToken(hash: token(seed).tokenHash, at: PostgresAnswerLeaseTests.time + 1) == token(seed))
-                usleep(2_000)
+                usleep(2_000)  // real time: the lease renews on its own timer before answers are kept
             }
             #expect(node.lookupsFromMemory > before, "the node never answered from memory")
         }
@@ -140,7 +140,7 @@ struct PostgresAnswerLeaseTests {
         var answered = 0
         while ContinuousClock.now < deadline, try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) != nil {
             answered += 1
-            usleep(5_000)
+            usleep(5_000)  // real time: the other node drops its kept answer at its lease's next renewal
         }
         let expected: TokenRecord? = statement.contains("max_live_tokens") ? world.token(1) : nil
         #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == expected)

@@ -75,7 +75,7 @@ struct PostgresSilentServerTests {
         #expect(paced.error?.code == .unavailable)
         #expect(paced.elapsed < .milliseconds(1_500), "\(paced.elapsed)")  // a connection attempt would wait 2 s
         world.proxy.speak()
-        usleep(1_100_000)
+        usleep(1_100_000)  // real time: the pool's pause before it dials again (1 s) is libpq's and the pool's own
         try store.checkAvailable()
         #expect(try store.integrations().isEmpty)
     }

@@ -1,3 +1,4 @@
+import AttestTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -67,8 +68,7 @@ struct PostgresStatementGroupsTests {
     }
 
     static func waitUntil(_ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(10)
-        while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.001) }
+        _ = eventually(within: 10, condition)
     }
 
     @Test("lookups that arrive while one is in flight go together in the next statement, each with its own answer")
@@ -114,8 +114,7 @@ struct PostgresStatementGroupsTests {
             }
         }
         done.wait()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while answered.withLock({ $0.count }) < threads * perThread, ContinuousClock.now < deadline { usleep(1_000) }
+        _ = eventually(within: 20) { answered.withLock { $0.count } >= threads * perThread }
         let answers = answered.withLock { $0 }
         #expect(answers.count == threads * perThread)
         #expect(answers.values.allSatisfy { $0 == 1 })

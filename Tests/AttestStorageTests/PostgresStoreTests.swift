@@ -131,7 +131,7 @@ struct PostgresStoreTests {
                 keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: token, consumingChallenge: challenge,
                 keepingLatest: nil)
         }
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)  // real time: only a wait shows that the refresh waits on the lock
         #expect(refresh.outcome == nil, "the refresh must wait for the revocation's lock")
         try revocation.commit(clientID: world.integration.clientID)
         // The revocation deleted the pending challenge too, so that is what the refresh finds.
@@ -155,7 +155,7 @@ struct PostgresStoreTests {
         let registration = Running {
             try store.registerDevice(world.device(3), firstToken: world.token(3, keySeed: 3), consumingChallenge: challenge, at: Self.time)
         }
-        Thread.sleep(forTimeInterval: 0.3)
+        Thread.sleep(forTimeInterval: 0.3)  // real time: only a wait shows that the registration waits on the lock
         #expect(registration.outcome == nil, "the registration must wait for the revocation's lock")
         try revocation.commit(clientID: world.integration.clientID)
         // The revocation deleted the pending challenge too, so that is what the registration finds.

@@ -1,3 +1,4 @@
+import AttestTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -48,15 +49,6 @@ struct SQLiteGroupCommitTests {
         }
     }
 
-    /// Waits (at most 10 s) until `condition` holds.
-    private func eventually(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<1000 {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
-
     @Test(
         "transactions that arrive during a commit share the next one; one that fails is rolled back alone; any durable member makes the group durable"
     )
@@ -84,11 +76,11 @@ struct SQLiteGroupCommitTests {
             }.start()
         }
         start("lead", durable: false)
-        #expect(eventually { world.commits.queue == (pending: 0, leading: true) }, "the leader took its group of one")
+        #expect(eventually(within: 10) { world.commits.queue == (pending: 0, leading: true) }, "the leader took its group of one")
         start("durable", durable: true)
         for index in 0..<5 { start("member \(index)", durable: false) }
         start("duplicate", value: "lead", durable: false)  // fails on UNIQUE, alone
-        #expect(eventually { world.commits.queue.pending == 7 })
+        #expect(eventually(within: 10) { world.commits.queue.pending == 7 })
         release.signal()
         #expect(done.wait(timeout: .now() + 10) == .success)
 

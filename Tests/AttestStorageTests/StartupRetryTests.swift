@@ -31,8 +31,7 @@ struct StartupRetryTests {
         #expect(throws: StorageError(.unavailable, "")) { try store.activeToken(hash: [1], at: 0) }
 
         try admin.execute("CREATE DATABASE \(name)")
-        let deadline = ContinuousClock.now + .seconds(10)
-        while events.withLock({ !$0.contains("ready") }), ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        _ = eventually(within: 10) { events.withLock { $0.contains("ready") } }
         #expect(events.withLock { $0 } == ["waiting", "ready"])
         try store.checkAvailable()
         #expect(try store.integrations().isEmpty)

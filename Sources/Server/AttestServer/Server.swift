@@ -161,24 +161,43 @@ final class RefusalLog: Sendable {
 /// database; while it waited for a database that had stopped answering, SIGTERM and SIGHUP
 /// waited with it (decision 0015).
 package final class PurgeTimer: Sendable {
-    // nonisolated(unsafe): set once in init; DispatchSource is thread-safe, and only `stop` uses it after.
-    private nonisolated(unsafe) let timer: any DispatchSourceTimer
     private let queue = DispatchQueue(label: "attestd.purge")
+    private let clock: any EdgeClock
+    private let interval: Duration
+    private let job: @Sendable () -> Void
+    /// The next run's timer; nil once stopped.
+    private let next = Mutex<EdgeTimer?>(nil)
+    private let stopped = Atomic<Bool>(false)
 
-    /// Runs `job` now and then every `seconds` (at least 1).
-    package init(every seconds: Int, _ job: @escaping @Sendable () -> Void) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now(), repeating: .seconds(max(1, seconds)))
-        timer.setEventHandler(handler: job)
-        timer.resume()
-        self.timer = timer
+    /// Runs `job` now and then every `seconds` (at least 1) on `clock`.
+    package init(every seconds: Int, clock: any EdgeClock = SystemEdgeClock(), _ job: @escaping @Sendable () -> Void) {
+        self.clock = clock
+        interval = .seconds(max(1, seconds))
+        self.job = job
+        arm(after: .zero)
+    }
+
+    /// Schedules the next run; each run schedules the one after it, `interval` after it began.
+    private func arm(after delay: Duration) {
+        next.withLock { next in
+            guard !stopped.load(ordering: .acquiring) else { return }
+            next = clock.schedule(after: delay, on: queue) { [self] in
+                guard !stopped.load(ordering: .acquiring) else { return }
+                arm(after: interval)
+                job()
+            }
+        }
     }
 
     /// Runs the job no more, and waits for one under way to finish, at most `limit`; true when
     /// none is under way any more.
     @discardableResult
     package func stop(waitingAtMost limit: Duration) -> Bool {
-        timer.cancel()
+        next.withLock { next in
+            stopped.store(true, ordering: .releasing)
+            next?.cancel()
+            next = nil
+        }
         let idle = DispatchSemaphore(value: 0)
         queue.async { idle.signal() }
         let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000

@@ -1,3 +1,4 @@
+import AttestHTTPServer
 import AttestService
 import Dispatch
 import Synchronization
@@ -28,9 +29,11 @@ final class AnswerDeadlines: Sendable {
     /// A serial queue of its own: Dispatch gives it a thread even when every thread of the
     /// global queue is blocked (a lookup's sender waits on its round trip there).
     private let queue = DispatchQueue(label: "attestd.answer-deadlines")
+    private let clock: any EdgeClock
 
-    init(limit: Duration) {
+    init(limit: Duration, clock: any EdgeClock = SystemEdgeClock()) {
         self.limit = limit
+        self.clock = clock
     }
 
     /// Registers a request waiting for its answer; `expire` runs once past the deadline unless
@@ -38,7 +41,7 @@ final class AnswerDeadlines: Sendable {
     func add(expire: @escaping @Sendable () -> Void) -> UInt64 {
         let (ticket, arm) = state.withLock { state -> (UInt64, Bool) in
             state.nextTicket += 1
-            state.pending[state.nextTicket] = Entry(deadline: ContinuousClock.now + limit, expire: expire)
+            state.pending[state.nextTicket] = Entry(deadline: clock.now() + limit, expire: expire)
             defer { state.armed = true }
             return (state.nextTicket, !state.armed)
         }
@@ -55,13 +58,12 @@ final class AnswerDeadlines: Sendable {
     var pendingCount: Int { state.withLock { $0.pending.count } }
 
     private func schedule(after delay: Duration) {
-        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(1_000_000, nanoseconds)))) { self.wake() }
+        _ = clock.schedule(after: max(delay, .milliseconds(1)), on: queue) { self.wake() }
     }
 
     /// Expires the overdue requests and arms the next wake-up, if any request is left.
     private func wake() {
-        let now = ContinuousClock.now
+        let now = clock.now()
         let (overdue, next) = state.withLock { state -> ([Entry], ContinuousClock.Instant?) in
             let overdue = state.pending.filter { $0.value.deadline <= now }
             for ticket in overdue.keys { state.pending.removeValue(forKey: ticket) }

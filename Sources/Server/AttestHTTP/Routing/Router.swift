@@ -55,7 +55,10 @@ package struct Router: HTTPResponder {
     /// Where offloaded handlers run.
     let waiters: WriteWaiters
 
-    init(routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration, offloadThreads: Int) {
+    init(
+        routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration, offloadThreads: Int,
+        clock: any EdgeClock = SystemEdgeClock()
+    ) {
         self.routes = routes
         var literalRoutes: [String: [Int]] = [:]
         var patternRoutes: [Int] = []
@@ -69,7 +72,7 @@ package struct Router: HTTPResponder {
         self.literalRoutes = literalRoutes
         self.patternRoutes = patternRoutes
         self.middleware = middleware
-        answerDeadlines = AnswerDeadlines(limit: answerDeadline)
+        answerDeadlines = AnswerDeadlines(limit: answerDeadline, clock: clock)
         waiters = WriteWaiters(limit: offloadThreads)
     }
 

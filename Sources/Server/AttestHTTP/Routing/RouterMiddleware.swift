@@ -29,9 +29,12 @@ final class RouterBuilder {
 
     /// The router, with `middleware` around every request (also those no route matches); a
     /// lookup whose answer has not come within `answerDeadline` is 503 `storage_unavailable`;
-    /// offloaded handlers run on up to `offloadThreads` threads.
-    func router(middleware: [any RouterMiddleware], answerDeadline: Duration = .seconds(5), offloadThreads: Int = 8) -> Router {
-        Router(routes: routes, middleware: middleware, answerDeadline: answerDeadline, offloadThreads: offloadThreads)
+    /// offloaded handlers run on up to `offloadThreads` threads; deadlines are measured on `clock`.
+    func router(
+        middleware: [any RouterMiddleware], answerDeadline: Duration = .seconds(5), offloadThreads: Int = 8,
+        clock: any EdgeClock = SystemEdgeClock()
+    ) -> Router {
+        Router(routes: routes, middleware: middleware, answerDeadline: answerDeadline, offloadThreads: offloadThreads, clock: clock)
     }
 }
 
