@@ -128,6 +128,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "AttestHTTPServerTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
+        // The HTTP server over real sockets, and attestd as a process: the integration stage runs them.
+        .testTarget(
+            name: "AttestHTTPServerIntegrationTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
+        .testTarget(name: "AttestdIntegrationTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestHarnessTests", dependencies: ["AttestStorage", "AttestTesting"], exclude: ["README.md"],
             swiftSettings: strict),

@@ -1,5 +1,6 @@
 import AttestObservability
 import AttestServer
+import AttestTesting
 import Foundation
 import Testing
 

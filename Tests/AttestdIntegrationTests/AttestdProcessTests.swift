@@ -75,12 +75,6 @@ final class AttestdProcess {
     }
 }
 
-func temporaryDirectory() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attestd-proc-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
 @Suite("attestd, the real binary")
 struct AttestdProcessTests {
     @Test("starts with no setup on port 0, serves, and exits 0 on SIGTERM")
