@@ -3,6 +3,7 @@ import AttestStorage
 import AttestTesting
 import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
 @testable import AttestClient
@@ -109,18 +110,24 @@ struct AttestClientRetryTests {
         world.uptime.onPause {
             if (try? world.requests("challenge", status: 503)) ?? 0 > 0 { release.signal() }
         }
+        let holding = Mutex(false)
         let holder = Thread {
-            guard let database = try? SQLiteDatabase(path: path, create: false) else {
-                locked.signal()
-                return
+            // Opening and beginning can meet attestd's own brief locks (a checkpoint): tried until
+            // the lock is held, then held until released.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !holding.withLock({ $0 }) && ContinuousClock.now < deadline {
+                guard let database = try? SQLiteDatabase(path: path, create: false) else { continue }
+                _ = try? database.immediateTransaction {
+                    holding.withLock { $0 = true }
+                    locked.signal()
+                    _ = release.wait(timeout: .now() + .seconds(20))
+                }
             }
-            _ = try? database.immediateTransaction {
-                locked.signal()
-                _ = release.wait(timeout: .now() + .seconds(20))
-            }
+            if !holding.withLock({ $0 }) { locked.signal() }
         }
         holder.start()
         locked.wait()
+        #expect(holding.withLock { $0 }, "the write lock was never taken")
         _ = try await client.token()
         #expect(try world.requests("challenge", status: 503) >= 1)
         #expect(try world.requests("attest", status: 200) == 1)
