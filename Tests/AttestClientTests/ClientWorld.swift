@@ -264,6 +264,15 @@ final class ClientWorld: Sendable {
     /// Answers lost so far.
     var lostAnswers: Int { losses.count }
 
+    /// The in-process transport answers the next request to `path` with `status` and attestd's
+    /// problem `code`, with `Retry-After`, in attestd's place.
+    func transportRefuses(_ path: String, status: Int, code: String, retryAfter: Int) {
+        losses.refuse(LostAnswers.Refusal(path: path, status: status, code: code, retryAfter: retryAfter))
+    }
+
+    /// Refusals the in-process transport gave for `path`.
+    func refusals(_ path: String) -> Int { losses.refused.withLock { $0[path, default: 0] } }
+
     /// The in-process way to this attestd, down while it is stopped.
     var transport: RouterTransport {
         RouterTransport(losing: losses, silence: silence) { [self] in

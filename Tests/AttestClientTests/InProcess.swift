@@ -127,6 +127,15 @@ final class RouterTransport: Transport {
             try await silence.sleep(.infinity)
             throw CancellationError()
         case .router(let router):
+            if let refusal = losses.refusal(for: url.path) {
+                let body = Data(#"{"code":"\#(refusal.code)","reason":"\#(refusal.code)","status":\#(refusal.status)}"#.utf8)
+                guard
+                    let answer = HTTPURLResponse(
+                        url: url, statusCode: refusal.status, httpVersion: "HTTP/1.1",
+                        headerFields: ["Content-Type": "application/problem+json", "Retry-After": String(refusal.retryAfter)])
+                else { throw TransportFailure(description: "no response") }
+                return (body, answer)
+            }
             let headers = (request.allHTTPHeaderFields ?? [:]).map { HTTPHeader(name: $0.key, value: $0.value) }
             let served = HTTPRequest(
                 method: request.httpMethod ?? "GET", target: url.path, headers: headers, body: Array(request.httpBody ?? Data()),
@@ -147,9 +156,33 @@ final class RouterTransport: Transport {
     }
 }
 
-/// The answers a `RouterTransport` loses: the next one to a path, once armed.
+/// The answers a `RouterTransport` loses (the next one to a path, once armed) or gives in
+/// attestd's place (a refusal with `Retry-After`, as a node whose database is locked answers).
 final class LostAnswers: Sendable {
+    struct Refusal: Sendable {
+        let path: String
+        let status: Int
+        let code: String
+        let retryAfter: Int
+    }
+
     private let state = Mutex<(path: String?, lost: Int)>((nil, 0))
+    private let refusals = Mutex<[Refusal]>([])
+
+    /// The next request to `refusal.path` is answered with it, without reaching attestd.
+    func refuse(_ refusal: Refusal) { refusals.withLock { $0.append(refusal) } }
+
+    /// Refusals given so far, by path.
+    let refused = Mutex<[String: Int]>([:])
+
+    func refusal(for path: String) -> Refusal? {
+        refusals.withLock { list in
+            guard let index = list.firstIndex(where: { $0.path == path }) else { return nil }
+            let refusal = list.remove(at: index)
+            refused.withLock { $0[path, default: 0] += 1 }
+            return refusal
+        }
+    }
 
     /// Loses the next answer to `path`.
     func arm(_ path: String) { state.withLock { $0.path = path } }
