@@ -43,11 +43,14 @@ let package = Package(
             name: "AttestCrypto", dependencies: ["COpenSSL", "AttestErrors"], path: "Sources/Core/AttestCrypto", swiftSettings: strict),
         .target(
             name: "AttestCore", dependencies: ["AttestCrypto", "AttestErrors"], path: "Sources/Core/AttestCore", swiftSettings: strict),
+        // The one monotonic clock and timer seam of the server's threads and timers.
+        .target(name: "AttestClock", path: "Sources/Server/AttestClock", swiftSettings: strict),
         .target(
-            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestCore", "AttestErrors"], path: "Sources/Server/AttestStorage",
+            name: "AttestStorage", dependencies: ["CSQLite", "CLibPQ", "AttestClock", "AttestCore", "AttestErrors"],
+            path: "Sources/Server/AttestStorage",
             swiftSettings: strict),
         .target(
-            name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestErrors"], path: "Sources/Server/AttestHTTPServer",
+            name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestClock", "AttestErrors"], path: "Sources/Server/AttestHTTPServer",
             swiftSettings: strict),
         .target(name: "AttestOptions", path: "Sources/Server/AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.
@@ -69,7 +72,8 @@ let package = Package(
             path: "Sources/Client/AttestClientSimulator", swiftSettings: strict),
         // Test support: linked by test targets and the attest-bench developer tool only, never by attestd or attestctl.
         .target(
-            name: "AttestTesting", dependencies: ["AttestCore", "AttestCrypto", "AttestHTTPServer", "AttestStorage", "AttestSimulator"],
+            name: "AttestTesting",
+            dependencies: ["AttestClock", "AttestCore", "AttestCrypto", "AttestStorage", "AttestSimulator"],
             path: "Sources/Testing/AttestTesting", swiftSettings: strict),
         .target(
             name: "AttestService", dependencies: ["AttestCore", "AttestCrypto", "AttestObservability", "AttestStorage"],
@@ -81,13 +85,13 @@ let package = Package(
         // The HTTP API: router, middleware, routes by audience. No store, receipts or Apple client.
         .target(
             name: "AttestHTTP",
-            dependencies: ["AttestService", "AttestHTTPServer", "AttestCore", "AttestCrypto", "AttestObservability"],
+            dependencies: ["AttestService", "AttestHTTPServer", "AttestClock", "AttestCore", "AttestCrypto", "AttestObservability"],
             path: "Sources/Server/AttestHTTP", swiftSettings: strict),
         // The composition root: configuration, and the store, verifier, service, refresher, router and listener wired from it.
         .target(
             name: "AttestServer",
             dependencies: [
-                "AttestAppleClient", "AttestCore", "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestOptions",
+                "AttestAppleClient", "AttestClock", "AttestCore", "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestOptions",
                 "AttestReceipts",
                 "AttestService", "AttestStorage",
             ],
@@ -127,7 +131,7 @@ let package = Package(
             name: "AttestCoreTests", dependencies: ["AttestCore", "AttestCrypto", "AttestTesting"],
             swiftSettings: strict),
         .testTarget(
-            name: "AttestHTTPServerTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
+            name: "AttestHTTPServerTests", dependencies: ["AttestClock", "AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
         // The HTTP server over real sockets, and attestd as a process: the integration stage runs them.
         .testTarget(
             name: "AttestHTTPServerIntegrationTests", dependencies: ["AttestHTTPServer", "AttestTesting"], swiftSettings: strict),
@@ -138,7 +142,8 @@ let package = Package(
         .testTarget(
             name: "AttestHTTPTests",
             dependencies: [
-                "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestServer", "AttestService", "AttestStorage", "AttestCore",
+                "AttestClock", "AttestHTTP", "AttestHTTPServer", "AttestObservability", "AttestServer", "AttestService", "AttestStorage",
+                "AttestCore",
                 "AttestCrypto",
                 "AttestTesting",
             ], swiftSettings: strict),
@@ -146,7 +151,7 @@ let package = Package(
             name: "AttestServiceTests", dependencies: ["AttestService", "AttestStorage", "AttestCore", "AttestCrypto", "AttestTesting"],
             swiftSettings: strict),
         .testTarget(
-            name: "AttestStorageTests", dependencies: ["AttestStorage", "AttestTesting"], swiftSettings: strict),
+            name: "AttestStorageTests", dependencies: ["AttestClock", "AttestStorage", "AttestTesting"], swiftSettings: strict),
         .testTarget(
             name: "AttestCLITests",
             dependencies: [

@@ -120,7 +120,7 @@ struct AttestClientRetryTests {
         let device = HookedDevice(try world.device()) { _, _ in }
         let client = world.client(device: device, keyStore: world.keyStore())
         let call = Task { try await client.token() }
-        try await waitUntil { world.uptime.waiting == 1 }  // pausing for the Retry-After
+        await world.uptime.untilWaiting(1)  // pausing for the Retry-After
         #expect(try world.requests("challenge", status: 429) == 1)
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
@@ -140,7 +140,7 @@ struct AttestClientRetryTests {
         world.silent.store(true, ordering: .relaxed)
         let client = world.client(device: try world.device(), keyStore: world.keyStore())
         let call = Task { try await client.token() }
-        try await waitUntil { world.silentRequests == 1 }
+        await world.silence.untilWaiting(1)
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
     }
@@ -152,7 +152,7 @@ struct AttestClientRetryTests {
         let client = world.client(device: try world.device(), keyStore: world.keyStore())
         let leaving = Task { try await client.token() }
         let staying = Task { try await client.token() }
-        try await waitUntil { world.uptime.waiting == 1 }  // the flight pauses: attestd is down
+        await world.uptime.untilWaiting(1)  // the flight pauses: attestd is down
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }
         #expect(world.uptime.waiting == 1)  // the flight goes on for the other caller
@@ -161,14 +161,4 @@ struct AttestClientRetryTests {
         #expect(try await staying.value.value.hasPrefix("atk_"))
         #expect(try world.requests("attest") == 1)
     }
-}
-
-/// Polls `condition` for up to 20 s: another thread (attestd's offload threads, the client's
-/// task) makes it true, and only real time lets it run.
-func waitUntil(_ condition: () throws -> Bool) async throws {
-    for _ in 0..<4000 {
-        if try condition() { return }
-        try await Task.sleep(nanoseconds: 5_000_000)  // real time: another thread's progress
-    }
-    throw TestFailure(description: "the condition did not come true within 20 s")
 }

@@ -53,8 +53,8 @@ final class ClientWorld: Sendable {
     private let serverClock: any WallClock
     /// When attestd comes back by itself (`comesBack(after:)`).
     private let restartAt = Mutex<TimeInterval?>(nil)
-    /// Where requests to a silent attestd wait.
-    private let silence = ManualClock(autoAdvance: false)
+    /// Where requests to a silent attestd wait (`untilWaiting`: for a test to know they do).
+    let silence = ManualClock(autoAdvance: false)
     /// Whether a stopped attestd accepts connections and never answers (in process only).
     let silent = Atomic<Bool>(false)
     /// Requests counted by servers since stopped, by `route="..",status=".."`.
@@ -185,9 +185,6 @@ final class ClientWorld: Sendable {
     func comesBack(after seconds: TimeInterval) {
         restartAt.withLock { $0 = uptime.now() + seconds }
     }
-
-    /// Requests waiting on a silent attestd.
-    var silentRequests: Int { silence.waiting }
 
     /// Requests served on `route` (the metrics' route label: challenge, attest, token, ...),
     /// with `status` or with any status.

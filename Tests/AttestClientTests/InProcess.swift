@@ -25,6 +25,8 @@ final class ManualClock: MonotonicClock {
         var nextID: UInt64 = 0
         var pauses: [TimeInterval] = []
         var onPause: (@Sendable () -> Void)?
+        /// Tasks waiting until this many pauses wait (`untilWaiting`).
+        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state = Mutex(State())
@@ -40,6 +42,19 @@ final class ManualClock: MonotonicClock {
     var pauses: [TimeInterval] { state.withLock { $0.pauses } }
     /// Pauses waiting for the clock to move.
     var waiting: Int { state.withLock { $0.sleepers.count } }
+
+    /// Returns once `count` pauses wait for the clock to move: the task that pauses is then
+    /// where the test wants it, and no real time has to pass for it to get there.
+    func untilWaiting(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                guard state.sleepers.count < count else { return true }
+                state.watchers.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
 
     /// Runs `hook` at each pause, before it passes.
     func onPause(_ hook: @escaping @Sendable () -> Void) { state.withLock { $0.onPause = hook } }
@@ -61,10 +76,14 @@ final class ManualClock: MonotonicClock {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                state.withLock { state in
+                let satisfied = state.withLock { state in
                     state.pauses.append(seconds)
                     state.sleepers[id] = Sleeper(wakeAt: state.now + seconds, continuation: continuation)
+                    let count = state.sleepers.count
+                    defer { state.watchers.removeAll { $0.count <= count } }
+                    return state.watchers.filter { $0.count <= count }.map(\.continuation)
                 }
+                for watcher in satisfied { watcher.resume() }
                 if Task.isCancelled { wake(id, with: CancellationError()) }
             }
         } onCancel: {

@@ -1,3 +1,4 @@
+import AttestClock
 import AttestTesting
 import Dispatch
 import Foundation
@@ -43,7 +44,8 @@ struct WriteWaitersTests {
 
     @Test("runs at most `limit` at once, the rest first come first served, and its threads end when idle")
     func limitOrderAndIdle() {
-        let waiters = WriteWaiters(limit: 2, idleLimit: .milliseconds(100))
+        let clock = ManualTimerClock()
+        let waiters = WriteWaiters(limit: 2, idleLimit: .seconds(2), clock: clock)
         #expect(waiters.load == (0, 0))
         let gate = Gate()
         for index in 0..<6 { gate.submit(index, to: waiters) }
@@ -54,13 +56,41 @@ struct WriteWaitersTests {
         // Two threads take the queued work in turn; which of them records first is theirs to race.
         let started = gate.started.withLock { $0 }
         #expect(Set(started.prefix(2)) == [0, 1] && Set(started.dropFirst(2)) == [2, 3, 4, 5])
-        #expect(eventually { waiters.load == (0, 0) })
+        // Both idle now, each with one idle check scheduled; they last until the clock passes it.
+        #expect(eventually { clock.pendingCount == 2 })
+        clock.advance(by: .milliseconds(1_999))
+        #expect(waiters.load == (2, 0))
+        clock.advance(by: .milliseconds(1))
+        #expect(waiters.load == (0, 0))
         // A thread that ended is started again for new work.
         let again = Gate()
         again.release()
         again.submit(0, to: waiters)
         #expect(again.finished.wait(timeout: .now() + .seconds(5)) == .success)
         waiters.stop()
+    }
+
+    @Test("a thread that works while its idle check is pending lasts a full idle limit from its last work")
+    func workPostponesTheEnd() {
+        let clock = ManualTimerClock()
+        let waiters = WriteWaiters(limit: 1, idleLimit: .seconds(2), clock: clock)
+        defer { waiters.stop() }
+        func runOne() {
+            let gate = Gate()
+            gate.release()
+            gate.submit(0, to: waiters)
+            #expect(gate.finished.wait(timeout: .now() + .seconds(5)) == .success)
+        }
+        runOne()
+        #expect(eventually { waiters.idleThreads == 1 && clock.pendingCount == 1 })
+        clock.advance(by: .seconds(1))
+        runOne()
+        // The check scheduled at the first idle wait finds it idle for one second only, and looks again later.
+        #expect(eventually { waiters.idleThreads == 1 && waiters.load == (1, 0) })
+        clock.advance(by: .seconds(1))
+        #expect(waiters.load == (1, 0))
+        clock.advance(by: .seconds(1))
+        #expect(waiters.load == (0, 0))
     }
 
     @Test("stop withdraws the queued work without running it, waits for the running one; work given after it is withdrawn at once")

@@ -1,3 +1,4 @@
+import AttestClock
 import AttestHTTPServer
 import AttestTesting
 import Dispatch
@@ -31,7 +32,7 @@ struct AnswerDeadlineTests {
 
     /// A router whose `/never` route never answers and whose `/late` route answers when the test
     /// gives `late`'s answers, with a deadline of 300 ms.
-    static func router(late: HeldAnswers = HeldAnswers(), clock: ManualEdgeClock = ManualEdgeClock()) -> Router {
+    static func router(late: HeldAnswers = HeldAnswers(), clock: ManualTimerClock = ManualTimerClock()) -> Router {
         let builder = RouterBuilder()
         builder.root.add("GET", "/never", name: "never", .lookup { _, _ in })
         builder.root.add("GET", "/late", name: "late", .lookup { _, reply in late.hold { reply { _ in HTTPResponse(status: 200) } } })
@@ -65,7 +66,7 @@ struct AnswerDeadlineTests {
     }
 
     /// Asks `router` for `path` and moves `clock` past the deadline once the lookup waits for it.
-    static func pastTheDeadline(_ router: Router, _ clock: ManualEdgeClock, _ path: String) -> HTTPResponse? {
+    static func pastTheDeadline(_ router: Router, _ clock: ManualTimerClock, _ path: String) -> HTTPResponse? {
         let asked = Asked(router, HTTPRequest(method: "GET", path: path))
         guard eventually(within: 10, { router.answerDeadlines.pendingCount == 1 }) else { return nil }
         clock.advance(by: .milliseconds(299))
@@ -76,7 +77,7 @@ struct AnswerDeadlineTests {
 
     @Test("an answer that has not come by the deadline is 503 storage_unavailable with Retry-After")
     func expires() {
-        let clock = ManualEdgeClock()
+        let clock = ManualTimerClock()
         let router = Self.router(clock: clock)
         guard let response = Self.pastTheDeadline(router, clock, "/never") else {
             Issue.record("no answer at the deadline, or one before it")
@@ -91,7 +92,7 @@ struct AnswerDeadlineTests {
     @Test("the route's answer after the deadline changes nothing; answers in time leave no deadline pending")
     func lateAndTimelyAnswers() {
         let late = HeldAnswers()
-        let clock = ManualEdgeClock()
+        let clock = ManualTimerClock()
         let router = Self.router(late: late, clock: clock)
         #expect(Self.pastTheDeadline(router, clock, "/late")?.status == 503)
         late.giveAll()
@@ -102,7 +103,7 @@ struct AnswerDeadlineTests {
     @Test("an offloaded handler's answer has no deadline of the router's")
     func writesWaitForTheirOwnAnswer() {
         let late = HeldAnswers()
-        let clock = ManualEdgeClock()
+        let clock = ManualTimerClock()
         let router = Self.router(late: late, clock: clock)
         let asked = Asked(router, HTTPRequest(method: "GET", path: "/write"))
         // Three times the router's deadline: the answer is still the route's to give.

@@ -1,3 +1,4 @@
+import AttestClock
 import AttestServer
 import AttestTesting
 import Dispatch
@@ -11,7 +12,7 @@ import Testing
 struct PurgeTimerTests {
     @Test("runs at once and then every interval of its clock, and never before")
     func ticks() {
-        let clock = ManualEdgeClock()
+        let clock = ManualTimerClock()
         let runs = Atomic<Int>(0)
         let ran = DispatchSemaphore(value: 0)
         let timer = PurgeTimer(every: 60, clock: clock) {
@@ -30,7 +31,7 @@ struct PurgeTimerTests {
 
     @Test("stop waits for a job under way, and no job runs after it")
     func stopWaitsForTheJob() {
-        let clock = ManualEdgeClock()
+        let clock = ManualTimerClock()
         let started = DispatchSemaphore(value: 0)
         let release = DispatchSemaphore(value: 0)
         let finished = Atomic<Int>(0)
@@ -65,7 +66,7 @@ struct PurgeTimerTests {
     func boundedWait() {
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
-        let timer = PurgeTimer(every: 60, clock: ManualEdgeClock()) {
+        let timer = PurgeTimer(every: 60, clock: ManualTimerClock()) {
             started.signal()
             release.wait()
         }

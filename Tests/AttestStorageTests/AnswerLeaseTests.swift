@@ -1,3 +1,4 @@
+import AttestTesting
 import Synchronization
 import Testing
 
@@ -9,12 +10,14 @@ import Testing
 struct AnswerLeaseTests {
     /// A lease on a clock the test moves, renewed by a closure that answers from `answers` and records what each renewal acknowledged.
     final class World: Sendable {
-        let clock = Mutex(ContinuousClock.now)
+        let clock = ManualTimerClock()
         let acknowledged = Mutex<[Int64]>([])
         /// What the next renewals answer (the last one repeats); nil: the renewal fails.
         let answers = Mutex<[Int64?]>([0])
         /// What `current()` said while each renewal ran.
         let seenDuringRenewal = Mutex<[Int64?]>([])
+        /// The nodes whose row the lease released.
+        let released = Mutex<[String]>([])
         private let leaseBox = Mutex<PostgresAnswerLease?>(nil)
         /// Set once, at the end of init (the renewal closure needs the lease it belongs to).
         var lease: PostgresAnswerLease {
@@ -24,7 +27,9 @@ struct AnswerLeaseTests {
 
         init(lasts: Duration = .seconds(2)) {
             let timing = AnswerLeaseTiming(renewEvery: .milliseconds(100), lasts: lasts)
-            let lease = PostgresAnswerLease(timing: timing, now: { [unowned self] in clock.withLock { $0 } }) {
+            let lease = PostgresAnswerLease(
+                timing: timing, clock: clock, release: { [unowned self] node in released.withLock { $0.append(node) } }
+            ) {
                 [unowned self] _, acked, _ throws(StorageError) -> Int64 in
                 acknowledged.withLock { $0.append(acked) }
                 seenDuringRenewal.withLock { $0.append(self.lease.current()) }
@@ -35,7 +40,7 @@ struct AnswerLeaseTests {
             leaseBox.withLock { $0 = lease }
         }
 
-        func advance(_ duration: Duration) { clock.withLock { $0 += duration } }
+        func advance(_ duration: Duration) { clock.advance(by: duration) }
     }
 
     /// A cache under the lease, and `look()`: a lookup of `TokenLookupCacheTests.record` through
@@ -130,6 +135,26 @@ struct AnswerLeaseTests {
         world.lease.renewOnce()
         _ = try look()
         #expect(cached.lookups.load(ordering: .relaxed) == 2, "an answer kept under epoch 5 was served when the epoch came back to 5")
+    }
+
+    @Test("started, it renews at once and then every `renewEvery` of its clock; stopped, it renews no more and releases its row")
+    func renewsOnItsClock() {
+        let world = World()
+        world.lease.start()
+        // The first renewal acknowledges nothing yet, and a second acknowledges the epoch at once.
+        #expect(eventually { world.acknowledged.withLock { $0 } == [-1, 0] })
+        #expect(world.lease.current() != nil)
+        world.advance(.milliseconds(99))
+        #expect(world.acknowledged.withLock { $0.count } == 2)
+        world.advance(.milliseconds(1))
+        #expect(world.acknowledged.withLock { $0 } == [-1, 0, 0])
+        world.advance(.milliseconds(300))
+        #expect(world.acknowledged.withLock { $0.count } == 6)
+        world.lease.stop()
+        #expect(world.released.withLock { $0 } == [world.lease.node])
+        #expect(world.lease.current() == nil)
+        world.advance(.seconds(1))
+        #expect(world.acknowledged.withLock { $0.count } == 6, "renewed after the stop")
     }
 
     @Test("a stop withdraws the lease, and a renewal that answers after it does not bring it back")

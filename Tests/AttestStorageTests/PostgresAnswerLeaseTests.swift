@@ -1,3 +1,4 @@
+import AttestClock
 import AttestTesting
 import Foundation
 import Synchronization
@@ -25,16 +26,18 @@ struct PostgresAnswerLeaseTests {
         let other: PostgresTokenStore
         let integration: IntegrationRecord
 
+        /// `clock`: the node's (the other store's is the system's, since a change it makes waits
+        /// for the node's renewals).
         init(
             renewEvery: Duration = .milliseconds(200), lasts: Duration = .seconds(3), waitLimit: Duration = .seconds(10),
-            stopWait: Duration = .seconds(10)
+            stopWait: Duration = .seconds(10), clock: any TimerClock = SystemTimerClock()
         ) throws {
             location = try TestStoreLocation(.postgresql)
             _ = try location.open(at: PostgresAnswerLeaseTests.time)
             guard case .postgresql(let settings) = location.location else { throw StorageError.misuse("not PostgreSQL") }
             self.settings = settings
             let timing = AnswerLeaseTiming(renewEvery: renewEvery, lasts: lasts, waitLimit: waitLimit, stopWait: stopWait)
-            node = PostgresTokenStore(unconnected: settings, answerTiming: timing)
+            node = PostgresTokenStore(unconnected: settings, answerTiming: timing, clock: clock)
             other = PostgresTokenStore(unconnected: settings, answerTiming: timing)
             integration = PostgresStoreTests.integration("clid_lease")
             try other.insertIntegration(integration, audit: nil)
@@ -72,15 +75,15 @@ struct PostgresAnswerLeaseTests {
             try warm(1)
         }
 
-        /// Looks token `seed` up on the node until one answer comes from memory.
+        /// Once the node's lease allows, looks token `seed` up twice: the database's answer is
+        /// kept, and the second comes from memory.
         func warm(_ seed: UInt8) throws {
+            #expect(eventually { node.answers.stamps.current() != nil }, "the node's lease never allowed answers from memory")
             let before = node.lookupsFromMemory
-            let deadline = ContinuousClock.now + .seconds(10)
-            while node.lookupsFromMemory == before && ContinuousClock.now < deadline {
+            for _ in 0..<2 {
                 #expect(try node.activeToken(hash: token(seed).tokenHash, at: PostgresAnswerLeaseTests.time + 1) == token(seed))
-                usleep(2_000)  // real time: the lease renews on its own timer before answers are kept
             }
-            #expect(node.lookupsFromMemory > before, "the node never answered from memory")
+            #expect(node.lookupsFromMemory == before + 1, "the node did not answer from memory")
         }
 
         /// The answer epoch as the database holds it.
@@ -130,23 +133,22 @@ struct PostgresAnswerLeaseTests {
             "UPDATE integrations SET max_live_tokens_per_device = 1",
         ])
     func changeByAnyBinary(_ statement: String) throws {
-        let world = try World(renewEvery: .milliseconds(50))
+        let clock = ManualTimerClock()
+        let world = try World(renewEvery: .milliseconds(50), clock: clock)
         defer { try? world.node.close() }
         try world.nodeKeepingToken()
         let before = try world.epoch()
         try PostgresConnection(world.settings).query(statement)
         #expect(try world.epoch() == before + 1)
-        let deadline = ContinuousClock.now + .seconds(2)
-        var answered = 0
-        while ContinuousClock.now < deadline, try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) != nil {
-            answered += 1
-            usleep(5_000)  // real time: the other node drops its kept answer at its lease's next renewal
-        }
         let expected: TokenRecord? = statement.contains("max_live_tokens") ? world.token(1) : nil
-        #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == expected)
+        // Until the node's next renewal, it still answers from memory: nothing told it.
         let fromMemory = world.node.lookupsFromMemory
+        #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == world.token(1))
+        #expect(world.node.lookupsFromMemory == fromMemory + 1)
+        clock.advance(by: .milliseconds(50))
+        #expect(try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1) == expected)
         _ = try world.node.activeToken(hash: world.token(1).tokenHash, at: Self.time + 1)
-        #expect(world.node.lookupsFromMemory == fromMemory, "answered from memory after the change (\(answered) times while waiting)")
+        #expect(world.node.lookupsFromMemory == fromMemory + 1, "answered from memory after the renewal that followed the change")
     }
 
     @Test("what cannot turn a 200 into a 401 raises no epoch: registrations, refreshes, a capped integration's trim, the purge")

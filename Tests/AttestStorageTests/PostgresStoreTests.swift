@@ -91,6 +91,13 @@ struct PostgresStoreTests {
             try connection.query("DELETE FROM challenges WHERE client_id = $1", [.text(clientID)])
             try connection.execute("COMMIT")
         }
+
+        /// Whether another session of this database waits for a lock now (the one this holds).
+        func someoneWaits() -> Bool {
+            let rows = try? connection.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")
+            return (rows?.int64(0, 0) ?? 0) > 0
+        }
     }
 
     /// Runs `body` on its own thread; `outcome` is nil until it returns.
@@ -131,7 +138,7 @@ struct PostgresStoreTests {
                 keyID: world.device(1).keyID, from: 0, to: 1, at: Self.time, token: token, consumingChallenge: challenge,
                 keepingLatest: nil)
         }
-        Thread.sleep(forTimeInterval: 0.3)  // real time: only a wait shows that the refresh waits on the lock
+        #expect(eventually { revocation.someoneWaits() }, "the refresh never waited on a lock")
         #expect(refresh.outcome == nil, "the refresh must wait for the revocation's lock")
         try revocation.commit(clientID: world.integration.clientID)
         // The revocation deleted the pending challenge too, so that is what the refresh finds.
@@ -155,7 +162,7 @@ struct PostgresStoreTests {
         let registration = Running {
             try store.registerDevice(world.device(3), firstToken: world.token(3, keySeed: 3), consumingChallenge: challenge, at: Self.time)
         }
-        Thread.sleep(forTimeInterval: 0.3)  // real time: only a wait shows that the registration waits on the lock
+        #expect(eventually { revocation.someoneWaits() }, "the registration never waited on a lock")
         #expect(registration.outcome == nil, "the registration must wait for the revocation's lock")
         try revocation.commit(clientID: world.integration.clientID)
         // The revocation deleted the pending challenge too, so that is what the registration finds.

@@ -4,17 +4,20 @@ import Foundation
 import Synchronization
 import Testing
 
-/// The real `attestd` binary (`swift test` builds the executables beside the test bundle).
-final class AttestdProcess {
+/// The real `attestd` binary (`swift test` builds the executables beside the test bundle). Its
+/// stderr is read as it comes, on a thread of its own, so that a chatty process never blocks
+/// on a full pipe and a test waits for a log line instead of for time.
+final class AttestdProcess: Sendable {
     static let binary = Bundle.main.bundleURL.appendingPathComponent("attestd")
     let process = Process()
-    let errors = Pipe()
     let directory: URL
-    /// What `listeningPort` read of stderr, kept so that `finish` returns the whole log.
-    private var consumed = ""
+    /// The log so far, and whether stderr has ended; `grew` is signalled at each change.
+    private let log = Mutex<(text: String, ended: Bool)>(("", false))
+    private let grew = NSCondition()
 
     init(arguments: [String], directory: URL) throws {
         self.directory = directory
+        let errors = Pipe()
         process.executableURL = Self.binary
         // The admin listener on a free port too: its default (8081) would collide between tests.
         // (Only beside --listen: `attestd --version` must stay alone.)
@@ -24,6 +27,31 @@ final class AttestdProcess {
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         try process.run()
+        let reading = errors.fileHandleForReading
+        let reader = Thread { [self] in
+            while true {
+                let chunk = reading.availableData
+                grew.lock()
+                log.withLock {
+                    if chunk.isEmpty { $0.ended = true } else { $0.text += String(decoding: chunk, as: UTF8.self) }
+                }
+                grew.broadcast()
+                grew.unlock()
+                if chunk.isEmpty { return }
+            }
+        }
+        reader.start()
+    }
+
+    /// Waits at most `seconds` until `condition` holds of the log (or stderr ended); returns the log.
+    private func awaitLog(within seconds: Double, until condition: (String, Bool) -> Bool) -> (text: String, ended: Bool) {
+        let deadline = Date().addingTimeInterval(seconds)
+        grew.lock()
+        defer { grew.unlock() }
+        while true {
+            let now = log.withLock { $0 }
+            if condition(now.text, now.ended) || now.ended || !grew.wait(until: deadline) { return log.withLock { $0 } }
+        }
     }
 
     /// Waits for the process to exit (at most `seconds`) and returns its status and stderr.
@@ -38,40 +66,21 @@ final class AttestdProcess {
             kill(process.processIdentifier, SIGKILL)
             exited.wait()
         }
-        let log = consumed + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, log)
+        let text = awaitLog(within: 10) { _, ended in ended }.text
+        return (process.terminationStatus, text)
     }
 
-    /// Whether the log shows `text` within `seconds` (reads stderr while it waits).
+    /// Whether the log shows `text` within `seconds`.
     func logShows(_ text: String, within seconds: Double) -> Bool {
-        let handle = errors.fileHandleForReading
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while !consumed.contains(text) {
-            let left = deadline - ContinuousClock.now
-            guard left > .zero else { return false }
-            var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1) > 0
-            else { continue }
-            let chunk = handle.availableData
-            if chunk.isEmpty { return false }
-            consumed += String(decoding: chunk, as: UTF8.self)
-        }
-        return true
+        awaitLog(within: seconds) { log, _ in log.contains(text) }.text.contains(text)
     }
 
-    /// The port from the "listening" log line (reads stderr until it appears).
+    /// The port from the "listening" log line (waits up to 15 s for it).
     func listeningPort() -> UInt16? {
-        let handle = errors.fileHandleForReading
-        let deadline = Date().addingTimeInterval(15)
-        while Date() < deadline {
-            let chunk = handle.availableData
-            if chunk.isEmpty { return nil }
-            consumed += String(decoding: chunk, as: UTF8.self)
-            if let range = consumed.range(of: #""listen.port":"#) {
-                return UInt16(consumed[range.upperBound...].prefix { $0.isNumber })
-            }
-        }
-        return nil
+        let marker = #""listen.port":"#
+        let text = awaitLog(within: 15) { log, _ in log.contains(marker) }.text
+        guard let range = text.range(of: marker) else { return nil }
+        return UInt16(text[range.upperBound...].prefix { $0.isNumber })
     }
 }
 
@@ -111,7 +120,18 @@ struct AttestdProcessTests {
         let directory = try temporaryDirectory()
         let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0", "--purge-interval", "1"], directory: directory)
         let port = try #require(attestd.listeningPort())
-        usleep(2_500_000)  // two purge ticks
+        func lastPurge() -> Int? {
+            let metrics = try? RawHTTPClient(port: port).request("GET", "/metrics").text
+            let line = metrics?.split(separator: "\n").first { $0.hasPrefix("attestd_last_purge_timestamp_seconds ") }
+            return line.flatMap { Int($0.split(separator: " ")[1]) }
+        }
+        // Two purge ticks, a second apart: the gauge moves on.
+        var first = 0
+        #expect(
+            eventually {
+                first = lastPurge() ?? 0; return first > 0
+            })
+        #expect(eventually { (lastPurge() ?? 0) > first })
         #expect(attestd.process.isRunning)
         #expect(try RawHTTPClient(port: port).request("GET", "/healthz").status == 200)
         attestd.process.terminate()
@@ -313,22 +333,24 @@ struct AttestdProcessTests {
             return response.status
         }
         #expect(introspect(old) == 200)
+        // A load that runs until the test has seen it go on across the reload, one request at a
+        // time (at most 5,000: a test that fails midway stops it too).
         let statuses = Mutex<[Int]>([])
+        let stopLoad = Atomic<Bool>(false)
         let load = Thread {
-            let end = ContinuousClock.now + .seconds(2)
-            while ContinuousClock.now < end {
+            while !stopLoad.load(ordering: .relaxed) && statuses.withLock({ $0.count }) < 5_000 {
                 let status = introspect(old)
                 statuses.withLock { $0.append(status) }
-                // Paced: attestd's log lines go to a pipe this test reads only at the end (64 KiB).
-                usleep(20_000)  // paced, so the log pipe read at the end does not fill
             }
         }
         load.start()
-        usleep(300_000)  // real time: the load runs against attestd as a process before the reload
+        #expect(eventually { statuses.withLock { $0.count } >= 10 }, "the load never ran before the reload")
         try write([old, new])
         kill(attestd.process.processIdentifier, SIGHUP)
         #expect(eventually(within: 2) { introspect(new) == 200 })
-        usleep(2_000_000)  // real time: the load goes on across the reload
+        let atReload = statuses.withLock { $0.count }
+        #expect(eventually { statuses.withLock { $0.count } >= atReload + 20 }, "the load did not go on after the reload")
+        stopLoad.store(true, ordering: .relaxed)
         let during = statuses.withLock { $0 }
         #expect(!during.isEmpty && during.allSatisfy { $0 == 200 }, "\(Set(during))")
         try write([new])
@@ -337,13 +359,13 @@ struct AttestdProcessTests {
         #expect(introspect(new) == 200)
         try write(["short"])
         kill(attestd.process.processIdentifier, SIGHUP)
-        usleep(300_000)  // real time: a process's signal handler has no event to wait for
+        #expect(attestd.logShows("previous ones stay in force", within: 5))
         #expect(introspect(new) == 200)  // a bad file changes nothing
         #expect(attestd.process.isRunning)
         attestd.process.terminate()
         let (status, log) = attestd.finish()
         #expect(status == 0)
-        #expect(log.contains("gateway secrets reloaded") && log.contains("previous ones stay in force"))
+        #expect(log.contains("gateway secrets reloaded"))
         #expect(!log.contains(old) && !log.contains(new))
     }
 }

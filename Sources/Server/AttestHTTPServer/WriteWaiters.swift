@@ -1,3 +1,4 @@
+package import AttestClock
 import Dispatch
 import Foundation
 import Synchronization
@@ -10,7 +11,7 @@ import Synchronization
 /// event loops (docs/decisions/0005-offload-seam.md).
 ///
 /// Threads start when work arrives and none is idle, up to `limit`, and end after
-/// `idleLimit` without work, so a server that is never asked costs no thread. Work runs first
+/// `idleLimit` without work on `clock`, so a server that is never asked costs no thread. Work runs first
 /// come, first served. `stop` comes after the HTTP server has stopped, when no answer can reach a
 /// client any more: work already running finishes (a write is never cut short), work still queued
 /// is withdrawn without running (its `withdrawn` closure runs instead: nothing of it was done,
@@ -25,10 +26,23 @@ package final class WriteWaiters: Sendable {
         let withdrawn: Work
     }
 
+    /// One thread's side of the state.
+    private struct Waiter {
+        let wakeUp = DispatchSemaphore(value: 0)
+        /// Since when it has waited for work; nil while it works.
+        var idleSince: ContinuousClock.Instant?
+        /// Whether an idle check is scheduled for it (at most one at a time).
+        var checkScheduled = false
+        /// Ended by its idle check: it returns when woken.
+        var retired = false
+    }
+
     private struct State {
         var queued: [Entry] = []
-        /// The semaphores of the threads waiting for work, the latest last.
-        var idle: [DispatchSemaphore] = []
+        var waiters: [Int: Waiter] = [:]
+        /// The threads waiting for work, the latest last.
+        var idle: [Int] = []
+        var nextID = 0
         var running = 0
         var stopping = false
     }
@@ -39,37 +53,50 @@ package final class WriteWaiters: Sendable {
     /// The most threads at once.
     package let limit: Int
     private let idleLimit: Duration
+    private let clock: any TimerClock
+    /// Where the idle checks run.
+    private let checks = DispatchQueue(label: "attestd-waiters-idle")
 
-    package init(limit: Int, idleLimit: Duration = .seconds(2)) {
+    package init(limit: Int, idleLimit: Duration = .seconds(2), clock: any TimerClock = SystemTimerClock()) {
         self.limit = max(1, limit)
         self.idleLimit = idleLimit
+        self.clock = clock
     }
 
     /// Threads running now, and work waiting for one (tests, metrics).
     package var load: (threads: Int, queued: Int) { state.withLock { ($0.running, $0.queued.count) } }
+
+    /// Threads waiting for work now (tests).
+    package var idleThreads: Int { state.withLock { $0.idle.count } }
 
     /// Runs `work` on one of the threads; runs `withdrawn` instead if `stop` comes before `work`
     /// has started, or has begun already (then on this thread).
     package func run(_ work: @escaping Work, withdrawn: @escaping Work) {
         enum Next {
             case wake(DispatchSemaphore)
-            case start
+            case start(Int, DispatchSemaphore)
             case wait
             case withdraw
         }
         let next = state.withLock { state -> Next in
             guard !state.stopping else { return .withdraw }
             state.queued.append(Entry(work: work, withdrawn: withdrawn))
-            if let waiting = state.idle.popLast() { return .wake(waiting) }
+            if let waiting = state.idle.popLast(), let waiter = state.waiters[waiting] {
+                state.waiters[waiting]?.idleSince = nil
+                return .wake(waiter.wakeUp)
+            }
             guard state.running < limit else { return .wait }
             state.running += 1
+            state.nextID += 1
+            let waiter = Waiter()
+            state.waiters[state.nextID] = waiter
             // Under the lock, so that a `stop` that follows finds the thread counted.
             threads.enter()
-            return .start
+            return .start(state.nextID, waiter.wakeUp)
         }
         switch next {
         case .wake(let waiting): waiting.signal()
-        case .start: start()
+        case .start(let id, let wakeUp): start(id, wakeUp)
         case .wait: break
         case .withdraw: withdrawn()
         }
@@ -83,55 +110,84 @@ package final class WriteWaiters: Sendable {
                 state.idle = []
                 state.queued = []
             }
-            return (state.idle, state.queued)
+            return (state.idle.compactMap { state.waiters[$0]?.wakeUp }, state.queued)
         }
         for entry in withdrawn { entry.withdrawn() }
         for thread in waiting { thread.signal() }
         threads.wait()
     }
 
-    /// Starts a thread (`threads` entered already).
-    private func start() {
+    /// Starts thread `id`, woken by `wakeUp` (`threads` entered already).
+    private func start(_ id: Int, _ wakeUp: DispatchSemaphore) {
         // A thread of its own, as the answer lease's, not one of Dispatch's shared pool: a waiter
         // keeps its thread through its idle wait and through a slow statement.
         let thread = Thread { [self] in
-            serve()
+            serve(id, wakeUp)
             threads.leave()
         }
         thread.name = "attestd-waiter"
         thread.start()
     }
 
-    /// One thread's loop: work while there is some, then wait for more until idle too long.
-    private func serve() {
-        let wakeUp = DispatchSemaphore(value: 0)
+    /// Thread `id`'s loop: work while there is some, then wait for more until its idle check ends it.
+    private func serve(_ id: Int, _ wakeUp: DispatchSemaphore) {
+        enum Next {
+            case work(Work)
+            case wait(check: Bool)
+            case end
+        }
         while true {
-            let next = state.withLock { state -> Work?? in
-                if !state.queued.isEmpty { return .some(state.queued.removeFirst().work) }
+            let next = state.withLock { state -> Next in
+                if state.waiters[id]?.retired ?? true {
+                    state.waiters[id] = nil
+                    return .end
+                }
+                if !state.queued.isEmpty {
+                    state.waiters[id]?.idleSince = nil
+                    return .work(state.queued.removeFirst().work)
+                }
                 if state.stopping {
                     state.running -= 1
-                    return .none
+                    state.waiters[id] = nil
+                    return .end
                 }
-                state.idle.append(wakeUp)
-                return .some(nil)
+                state.idle.append(id)
+                state.waiters[id]?.idleSince = clock.now()
+                let check = !(state.waiters[id]?.checkScheduled ?? true)
+                state.waiters[id]?.checkScheduled = true
+                return .wait(check: check)
             }
             switch next {
-            case .none:
+            case .end:
                 return
-            case .some(.some(let work)):
+            case .work(let work):
                 work()
-            case .some(.none):
-                guard wakeUp.wait(timeout: .now() + .milliseconds(Int(idleLimit / .milliseconds(1)))) == .timedOut else { continue }
-                let ends = state.withLock { state -> Bool in
-                    guard let index = state.idle.firstIndex(where: { $0 === wakeUp }) else { return false }
-                    state.idle.remove(at: index)
-                    state.running -= 1
-                    return true
-                }
-                if ends { return }
-                // Woken as the wait timed out: take the signal given, then look for the work.
+            case .wait(let check):
+                if check { scheduleIdleCheck(id, after: idleLimit) }
                 wakeUp.wait()
             }
+        }
+    }
+
+    /// Ends thread `id` if it has waited `idleLimit` for work by then; checks again later if it
+    /// has waited less (it worked meanwhile), so that each thread has one check scheduled at most.
+    private func scheduleIdleCheck(_ id: Int, after delay: Duration) {
+        _ = clock.schedule(after: delay, on: checks) { [self] in
+            let (wake, again) = state.withLock { state -> (DispatchSemaphore?, Duration?) in
+                guard let waiter = state.waiters[id] else { return (nil, nil) }
+                guard let since = waiter.idleSince, !state.stopping else {
+                    state.waiters[id]?.checkScheduled = false
+                    return (nil, nil)
+                }
+                let waited = clock.now() - since
+                guard waited >= idleLimit else { return (nil, idleLimit - waited) }
+                state.idle.removeAll { $0 == id }
+                state.waiters[id]?.retired = true
+                state.running -= 1
+                return (waiter.wakeUp, nil)
+            }
+            wake?.signal()
+            if let again { scheduleIdleCheck(id, after: again) }
         }
     }
 }

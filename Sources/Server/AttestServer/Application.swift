@@ -223,6 +223,10 @@ package final class Application: Sendable {
                         "The shared database's clock minus this node's at the last purge tick (0 on SQLite); past 5000 either way the node refuses to serve.",
                         Int(((service.clockSkewSeconds ?? 0) * 1000).rounded())
                     ),
+                    (
+                        "attestd_last_purge_timestamp_seconds",
+                        "Unix time of this node's last purge of expired rows that succeeded (0 before the first).", Int(cache.lastPurge)
+                    ),
                     ("attestd_database_size_bytes", "Bytes on disk of the database (SQLite: the file and its WAL).", Int(statistics.bytes)),
                     ("attestd_trust_anchor_is_apple", "1 when Apple's root is the trust anchor.", anchor.isAppleRoot ? 1 : 0),
                     (
@@ -345,6 +349,7 @@ package final class Application: Sendable {
         checkClock()
         do {
             let removed = try service.purgeExpired()
+            statistics.lastPurge = service.clock.now()
             if removed > 0 { logger.log(.info, "purged expired rows", ["rows": .int(removed)]) }
         } catch {
             logger.log(.error, "purge failed", ["error": .string(error.subcode.identifier)])
@@ -378,9 +383,16 @@ package final class Application: Sendable {
     }
 }
 
-/// The last counted store statistics, for the gauges.
+/// The last counted store statistics, and when the last purge succeeded, for the gauges.
 final class StatisticsCache: Sendable {
     private let value = Mutex(StoreStatistics(activeIntegrations: 0, activeDevices: 0, revokedIntegrations: 0, bytes: 0))
+    private let purged = Atomic<Int64>(0)
+
+    /// Unix seconds of the last purge that succeeded; 0 before the first.
+    var lastPurge: Int64 {
+        get { purged.load(ordering: .relaxed) }
+        set { purged.store(newValue, ordering: .relaxed) }
+    }
 
     var current: StoreStatistics {
         get { value.withLock { $0 } }

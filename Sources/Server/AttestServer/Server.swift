@@ -1,3 +1,4 @@
+package import AttestClock
 package import AttestHTTP
 package import AttestHTTPServer
 package import AttestObservability
@@ -162,15 +163,15 @@ final class RefusalLog: Sendable {
 /// waited with it (decision 0015).
 package final class PurgeTimer: Sendable {
     private let queue = DispatchQueue(label: "attestd.purge")
-    private let clock: any EdgeClock
+    private let clock: any TimerClock
     private let interval: Duration
     private let job: @Sendable () -> Void
     /// The next run's timer; nil once stopped.
-    private let next = Mutex<EdgeTimer?>(nil)
+    private let next = Mutex<ClockTimer?>(nil)
     private let stopped = Atomic<Bool>(false)
 
     /// Runs `job` now and then every `seconds` (at least 1) on `clock`.
-    package init(every seconds: Int, clock: any EdgeClock = SystemEdgeClock(), _ job: @escaping @Sendable () -> Void) {
+    package init(every seconds: Int, clock: any TimerClock = SystemTimerClock(), _ job: @escaping @Sendable () -> Void) {
         self.clock = clock
         interval = .seconds(max(1, seconds))
         self.job = job

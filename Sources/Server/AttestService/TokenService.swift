@@ -21,7 +21,7 @@ package final class TokenService: Sendable {
 
     let store: any ServiceStore
     let verifier: AttestationVerifier
-    let clock: any WallClock
+    package let clock: any WallClock
     let random: any RandomSource
     package let policy: ServicePolicy
     let limiter = RateLimiter()

@@ -1,3 +1,4 @@
+import AttestClock
 import AttestHTTPServer
 import AttestService
 import Dispatch
@@ -29,9 +30,9 @@ final class AnswerDeadlines: Sendable {
     /// A serial queue of its own: Dispatch gives it a thread even when every thread of the
     /// global queue is blocked (a lookup's sender waits on its round trip there).
     private let queue = DispatchQueue(label: "attestd.answer-deadlines")
-    private let clock: any EdgeClock
+    private let clock: any TimerClock
 
-    init(limit: Duration, clock: any EdgeClock = SystemEdgeClock()) {
+    init(limit: Duration, clock: any TimerClock = SystemTimerClock()) {
         self.limit = limit
         self.clock = clock
     }

@@ -1,3 +1,4 @@
+import AttestClock
 package import AttestHTTPServer
 import AttestService
 import Dispatch
@@ -57,7 +58,7 @@ package struct Router: HTTPResponder {
 
     init(
         routes: [Route], middleware: [any RouterMiddleware], answerDeadline: Duration, offloadThreads: Int,
-        clock: any EdgeClock = SystemEdgeClock()
+        clock: any TimerClock = SystemTimerClock()
     ) {
         self.routes = routes
         var literalRoutes: [String: [Int]] = [:]
@@ -73,7 +74,7 @@ package struct Router: HTTPResponder {
         self.patternRoutes = patternRoutes
         self.middleware = middleware
         answerDeadlines = AnswerDeadlines(limit: answerDeadline, clock: clock)
-        waiters = WriteWaiters(limit: offloadThreads)
+        waiters = WriteWaiters(limit: offloadThreads, clock: clock)
     }
 
     /// After the HTTP server has stopped: withdraws the offloaded work still queued, waits for

@@ -1,3 +1,4 @@
+import AttestClock
 import AttestHTTPServer
 
 /// Work done around a request, as hummingbird's middleware: request IDs, client addresses,
@@ -32,7 +33,7 @@ final class RouterBuilder {
     /// offloaded handlers run on up to `offloadThreads` threads; deadlines are measured on `clock`.
     func router(
         middleware: [any RouterMiddleware], answerDeadline: Duration = .seconds(5), offloadThreads: Int = 8,
-        clock: any EdgeClock = SystemEdgeClock()
+        clock: any TimerClock = SystemTimerClock()
     ) -> Router {
         Router(routes: routes, middleware: middleware, answerDeadline: answerDeadline, offloadThreads: offloadThreads, clock: clock)
     }

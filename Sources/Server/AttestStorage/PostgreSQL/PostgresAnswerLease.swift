@@ -1,4 +1,5 @@
-import Foundation
+import AttestClock
+import Dispatch
 import Synchronization
 
 /// How long a node's permission to answer token lookups from memory lasts, and how often it is renewed.
@@ -58,7 +59,8 @@ final class PostgresAnswerLease: AnswerStamps {
     private let renew: Renew
     /// Deletes the node's row once the thread has stopped renewing (best effort).
     private let release: @Sendable (String) -> Void
-    private let now: @Sendable () -> ContinuousClock.Instant
+    /// What the lease's validity is measured on and its renewals are scheduled on.
+    private let clock: any TimerClock
     private let origin: ContinuousClock.Instant
     /// Until when (nanoseconds after `origin`) answers may be served from memory; 0: not at all.
     private let validUntil = Atomic<Int64>(0)
@@ -68,26 +70,29 @@ final class PostgresAnswerLease: AnswerStamps {
     private let generation = Atomic<Int64>(0)
     private let isStarted = Atomic<Bool>(false)
     private let stopped = Atomic<Bool>(false)
-    private let wake = DispatchSemaphore(value: 0)
+    /// Where renewals and the release run, one at a time.
+    private let queue = DispatchQueue(label: "attestd-answer-lease")
+    /// The next renewal, cancelled by `stop`.
+    private let next = Mutex<ClockTimer?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
     init(
-        timing: AnswerLeaseTiming, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
-        release: @escaping @Sendable (String) -> Void = { _ in }, renew: @escaping Renew
+        timing: AnswerLeaseTiming, clock: any TimerClock = SystemTimerClock(), release: @escaping @Sendable (String) -> Void = { _ in },
+        renew: @escaping Renew
     ) {
         node = "node_" + String(UInt64.random(in: .min ... .max), radix: 36) + String(UInt64.random(in: .min ... .max), radix: 36)
         self.timing = timing
         self.renew = renew
         self.release = release
-        self.now = now
-        origin = now()
+        self.clock = clock
+        origin = clock.now()
     }
 
     /// The generation to keep answers under, or nil while the lease does not allow answering
     /// from memory.
     func current() -> Int64? {
         let until = validUntil.load(ordering: .acquiring)
-        guard until != 0, Self.nanoseconds(now() - origin) < until else { return nil }
+        guard until != 0, Self.nanoseconds(clock.now() - origin) < until else { return nil }
         return generation.load(ordering: .acquiring)
     }
 
@@ -97,7 +102,7 @@ final class PostgresAnswerLease: AnswerStamps {
         var applied = epoch.load(ordering: .acquiring)
         do throws(StorageError) {
             for _ in 0..<3 {
-                let sentAt = Self.nanoseconds(now() - origin)
+                let sentAt = Self.nanoseconds(clock.now() - origin)
                 let current = try renew(node, applied, Self.milliseconds(timing.lasts))
                 if current == applied {
                     validUntil.store(sentAt + Self.nanoseconds(timing.lasts) * 9 / 10, ordering: .releasing)
@@ -123,25 +128,23 @@ final class PostgresAnswerLease: AnswerStamps {
         generation.add(1, ordering: .acquiringAndReleasing)
     }
 
-    /// Renews every `renewEvery` on a thread of its own until `stop` (once; later calls do nothing).
+    /// Renews now and then every `renewEvery` of the clock until `stop` (once; later calls do
+    /// nothing). Renewals run one at a time on the lease's own queue, so that a renewal waiting
+    /// for a slow database delays the next one and nothing else.
     func start() {
         guard !stopped.load(ordering: .acquiring),
             isStarted.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return }
-        let thread = Thread { [self] in
-            defer { finished.signal() }
-            while !stopped.load(ordering: .acquiring) {
-                renewOnce()
-                _ = wake.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timing.renewEvery))))
-            }
-            // After the last renewal, so that none writes the row again: a revocation need not
-            // wait for this node's lease to run out. Withdrawn here too, on the thread that
-            // renewed: whatever the renewal stored, nothing is served after the stop.
-            withdraw()
-            release(node)
+        schedule(after: .zero)
+    }
+
+    private func schedule(after delay: Duration) {
+        let timer = clock.schedule(after: delay, on: queue) { [self] in
+            guard !stopped.load(ordering: .acquiring) else { return }
+            renewOnce()
+            schedule(after: timing.renewEvery)
         }
-        thread.name = "attestd-answer-lease"
-        thread.start()
+        next.withLock { $0 = timer }
     }
 
     /// Whether `start` was called.
@@ -152,8 +155,17 @@ final class PostgresAnswerLease: AnswerStamps {
     func stop(timeout: Duration = .seconds(1)) {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         withdraw()
-        wake.signal()
-        if started { _ = finished.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) }
+        next.withLock { $0?.cancel() }
+        guard started else { return }
+        // Behind a renewal that is running, so that none writes the row again: a revocation need
+        // not wait for this node's lease to run out. Withdrawn here too, after the last renewal:
+        // whatever it stored, nothing is served after the stop.
+        queue.async { [self] in
+            withdraw()
+            release(node)
+            finished.signal()
+        }
+        _ = finished.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout))))
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

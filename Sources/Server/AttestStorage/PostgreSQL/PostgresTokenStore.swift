@@ -1,3 +1,4 @@
+package import AttestClock
 internal import Glibc
 import Synchronization
 
@@ -71,7 +72,10 @@ package final class PostgresTokenStore: SQLTokenStore {
     }
 
     /// Makes the store without connecting: the first call connects (tests of an unreachable server).
-    package init(unconnected settings: PostgresSettings, answerTiming: AnswerLeaseTiming = AnswerLeaseTiming()) {
+    package init(
+        unconnected settings: PostgresSettings, answerTiming: AnswerLeaseTiming = AnswerLeaseTiming(),
+        clock: any TimerClock = SystemTimerClock()
+    ) {
         let pool = PostgresPool(settings: settings)
         self.pool = pool
         self.answerTiming = answerTiming
@@ -86,7 +90,8 @@ package final class PostgresTokenStore: SQLTokenStore {
             leasePool.closeIdleConnections()
         }
         answers = TokenLookupCache(
-            stamps: PostgresAnswerLease(timing: answerTiming, release: release) { node, acknowledged, lasts throws(StorageError) -> Int64 in
+            stamps: PostgresAnswerLease(timing: answerTiming, clock: clock, release: release) {
+                node, acknowledged, lasts throws(StorageError) -> Int64 in
                 try gate.require()
                 let rows = try leasePool.withConnection { connection throws(StorageError) in
                     try connection.query(Self.renewLease, [.text(node), .integer(acknowledged), .integer(lasts)])

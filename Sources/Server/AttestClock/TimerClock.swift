@@ -1,19 +1,20 @@
 package import Dispatch
 import Synchronization
 
-/// The edge's monotonic clock and its one-shot timers: what the lookup deadlines
-/// (`AnswerDeadlines`) and the purge's timer (`PurgeTimer`) measure and wait on. A seam: tests give
-/// a clock they move by hand (`ManualEdgeClock` in AttestTesting), so a deadline or a purge tick
-/// passes without real time passing (decision 0026).
-package protocol EdgeClock: Sendable {
+/// The server's one monotonic clock and its one-shot timers: what the lookup deadlines
+/// (`AnswerDeadlines`), the purge's timer (`PurgeTimer`), the offload threads' idle limit
+/// (`WriteWaiters`) and PostgreSQL's answer lease measure and wait on. A seam: tests give a clock
+/// they move by hand (`ManualTimerClock` in AttestTesting), so a deadline, a purge tick, an idle
+/// thread's end or a lease's renewal comes without real time passing (decision 0026).
+package protocol TimerClock: Sendable {
     /// Now, on a monotonic clock.
     func now() -> ContinuousClock.Instant
     /// Runs `work` on `queue` once `delay` has passed on this clock, unless cancelled first.
-    func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> EdgeTimer
+    func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ClockTimer
 }
 
-/// A scheduled work item of an `EdgeClock`: cancelled, it does not run (if it has not started).
-package struct EdgeTimer: Sendable {
+/// A scheduled work item of an `TimerClock`: cancelled, it does not run (if it has not started).
+package struct ClockTimer: Sendable {
     private let cancellation: @Sendable () -> Void
 
     package init(cancel: @escaping @Sendable () -> Void) {
@@ -24,18 +25,18 @@ package struct EdgeTimer: Sendable {
 }
 
 /// The system's continuous clock and Dispatch's timers.
-package struct SystemEdgeClock: EdgeClock {
+package struct SystemTimerClock: TimerClock {
     package init() {}
 
     package func now() -> ContinuousClock.Instant { ContinuousClock.now }
 
-    package func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> EdgeTimer {
+    package func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ClockTimer {
         let cancelled = CancelFlag()
         let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, nanoseconds)))) {
             if !cancelled.value.load(ordering: .acquiring) { work() }
         }
-        return EdgeTimer { cancelled.value.store(true, ordering: .releasing) }
+        return ClockTimer { cancelled.value.store(true, ordering: .releasing) }
     }
 }
 

@@ -1,10 +1,11 @@
-package import AttestHTTPServer
+package import AttestClock
 package import Dispatch
 import Synchronization
 
-/// An `EdgeClock` the test moves: timers run when `advance` passes their time (on their queue, and
-/// `advance` returns once they have run), so a lookup deadline or a purge tick takes no real time.
-package final class ManualEdgeClock: EdgeClock {
+/// A `TimerClock` the test moves: timers run when `advance` passes their time (on their queue, and
+/// `advance` returns once they have run), so a lookup deadline, a purge tick, an idle thread's end
+/// or a lease's renewal takes no real time. Work scheduled with no delay runs at once.
+package final class ManualTimerClock: TimerClock {
     private struct Pending {
         let due: ContinuousClock.Instant
         let queue: DispatchQueue
@@ -26,7 +27,7 @@ package final class ManualEdgeClock: EdgeClock {
     /// Timers not yet run.
     package var pendingCount: Int { state.withLock { $0.pending.count } }
 
-    package func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> EdgeTimer {
+    package func schedule(after delay: Duration, on queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> ClockTimer {
         let (id, dueNow) = state.withLock { state -> (UInt64, Bool) in
             state.nextID += 1
             guard delay > .zero else { return (state.nextID, true) }
@@ -34,7 +35,7 @@ package final class ManualEdgeClock: EdgeClock {
             return (state.nextID, false)
         }
         if dueNow { queue.async(execute: work) }
-        return EdgeTimer { [weak self] in _ = self?.state.withLock { $0.pending.removeValue(forKey: id) } }
+        return ClockTimer { [weak self] in _ = self?.state.withLock { $0.pending.removeValue(forKey: id) } }
     }
 
     /// Moves the clock on by `duration`, running every timer it passes, earliest first (timers
