@@ -116,15 +116,20 @@ struct HTTPServerLifecycleTests {
     @Test("answers 300 clients connected at the same time", .timeLimit(.minutes(1)))
     func threeHundredClients() throws {
         let responder = RecordingResponder()
-        let server = try startServer(responder)
+        // Loose timeouts: this test is about 300 connections at once, not about deadlines, and a
+        // loaded CI machine may take seconds to open them all (it once closed the first ones).
+        let server = try startServer(responder) {
+            $0.connectionTimeoutSeconds = 60
+            $0.requestDeadlineSeconds = 60
+        }
         let started = ContinuousClock.now
         // All connections are open before any request is sent, so the server holds 300 at once.
-        let clients = try (0..<300).map { _ in try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 10) }
+        let clients = try (0..<300).map { _ in try RawHTTPClient(port: server.port, receiveTimeoutSeconds: 30) }
         for (index, client) in clients.enumerated() { try client.sendGET("/client/\(index)") }
         let statuses = try clients.map { try $0.receiveResponse().status }
         let elapsed = ContinuousClock.now - started
         #expect(statuses.allSatisfy { $0 == 200 })
         #expect(Set(responder.requests.map(\.path)).count == 300)
-        #expect(elapsed < .seconds(10), "300 clients took \(elapsed)")
+        #expect(elapsed < .seconds(30), "300 clients took \(elapsed)")
     }
 }
