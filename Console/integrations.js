@@ -2,6 +2,7 @@
 // and its Devices (its Debug tokens: debugtokens.js).
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+import { pager, query } from "./pages.js";
 
 const teamPattern = /^[A-Z0-9]{10}$/;
 const bundlePattern = /^[A-Za-z0-9.-]{1,155}$/;
@@ -205,40 +206,62 @@ async function revokeIntegration(session, clientID) {
 
 export async function devicesScreen(session, clientID) {
   const integration = await api.get(path(clientID));
-  const { devices } = await api.get(path(clientID, "/devices"));
-  const columns = ["Key ID", "Status", "Environment", "Counter", "Receipt", "Risk metric", "Live tokens", "Attested"];
+  const search = h("input", { type: "search", id: "device-search", placeholder: "Hex prefix or base64 key ID", autocomplete: "off",
+    spellcheck: "false", "aria-describedby": "device-search-help" });
+  const status = h("select", { id: "device-status" },
+    h("option", { value: "" }, "All"), h("option", { value: "active" }, "Active"), h("option", { value: "blocked" }, "Blocked"));
+  const columns = ["Key ID", "Status", "Environment", "Counter", "Receipt", "Risk metric", "Live tokens", "Attested", "Last seen"];
   if (session.can_change) columns.push("Actions");
-  const table = devices.length === 0
-    ? h("p", { class: "empty" }, "No device has attested with this integration yet.")
-    : h("table", {},
-      h("caption", { class: "visually-hidden" }, "Devices"),
+  const row = (d) => {
+    const cells = [
+      h("td", {}, h("code", { title: d.key_id }, `${d.key_id.slice(0, 12)}…`)),
+      h("td", {}, badge(d.status)), h("td", {}, d.environment), h("td", { class: "number" }, d.counter),
+      h("td", {}, d.receipt_verdict || "—"), h("td", { class: "number" }, d.risk_metric ?? "—"),
+      h("td", { class: "number" }, d.live_tokens), h("td", {}, when(d.created_at)), h("td", {}, when(d.updated_at)),
+    ];
+    if (session.can_change) {
+      const block = h("button", { type: "button", class: "quiet small", "aria-label": `Block device ${d.key_id.slice(0, 12)}`,
+        disabled: d.status !== "active" }, "Block");
+      block.addEventListener("click", guarded(async () => {
+        const ok = await confirmDialog({
+          title: "Block this device?",
+          body: [h("p", {}, "Device ", h("code", { class: "wrap" }, d.key_id), ` (attested ${when(d.created_at)}): its ${d.live_tokens} `
+            + "live tokens stop working at once and this key can never refresh or attest again. The app gets a new key only if it "
+            + "deliberately starts over (resetKey), within the integration's policy.")],
+          action: "Block device",
+        });
+        if (!ok) return;
+        const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
+        toast(`Device ${d.key_id.slice(0, 12)}… blocked: ${result.tokens_revoked} tokens revoked.`);
+        await pages.reload();
+      }));
+      cells.push(h("td", {}, block));
+    }
+    return h("tr", { "data-key-id": d.key_id }, cells);
+  };
+  const table = (devices) => devices.length === 0
+    ? h("p", { class: "empty" }, search.value || status.value ? "No device matches." : "No device has attested with this integration yet.")
+    : h("table", { id: "devices-table" },
+      h("caption", { class: "visually-hidden" }, "Devices, newest first"),
       h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, devices.map((d) => {
-        const cells = [
-          h("td", {}, h("code", { title: d.key_id }, `${d.key_id.slice(0, 12)}…`)),
-          h("td", {}, badge(d.status)), h("td", {}, d.environment), h("td", { class: "number" }, d.counter),
-          h("td", {}, d.receipt_verdict || "—"), h("td", { class: "number" }, d.risk_metric ?? "—"),
-          h("td", { class: "number" }, d.live_tokens), h("td", {}, when(d.created_at)),
-        ];
-        if (session.can_change) {
-          const block = h("button", { type: "button", class: "quiet small", "aria-label": `Block device ${d.key_id.slice(0, 12)}`,
-            disabled: d.status !== "active" }, "Block");
-          block.addEventListener("click", guarded(async () => {
-            const ok = await confirmDialog({
-              title: "Block this device?",
-              body: [h("p", {}, `Device ${d.key_id.slice(0, 12)}…: its ${d.live_tokens} live tokens stop working at once and this key `
-                + "can never refresh or attest again. The app gets a new key only if it deliberately starts over (resetKey), "
-                + "within the integration's policy.")],
-              action: "Block device",
-            });
-            if (!ok) return;
-            const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
-            toast(`Device blocked: ${result.tokens_revoked} tokens revoked.`);
-            await devicesScreen(session, clientID);
-          }));
-          cells.push(h("td", {}, block));
-        }
-        return h("tr", { "data-key-id": d.key_id }, cells);
-      })));
-  show(`${integration.name} devices`, header(integration, "devices"), table);
+      h("tbody", {}, devices.map(row)));
+  const pages = pager({
+    label: "Devices",
+    load: async (cursor) => {
+      const body = await api.get(path(clientID, `/devices${query({ key_id: search.value.trim(), status: status.value, limit: 50, cursor })}`));
+      return { rows: body.devices, next: body.next_cursor };
+    },
+    render: table,
+  });
+  const form = h("form", { class: "filters", id: "device-filters", role: "search", "aria-label": "Find devices" },
+    h("div", { class: "filter wide" }, h("label", { for: "device-search" }, "Key ID"), search,
+      h("p", { class: "help", id: "device-search-help" }, "The start of the key ID in hex, as listed, or the whole key ID in base64, as the app has it.")),
+    h("div", { class: "filter" }, h("label", { for: "device-status" }, "Status"), status),
+    h("div", { class: "filter buttons" }, h("button", { type: "submit" }, "Find")));
+  form.addEventListener("submit", guarded(async (event) => {
+    event.preventDefault();
+    await pages.reload();
+  }));
+  show(`${integration.name} devices`, header(integration, "devices"), form, pages.element);
+  await pages.reload();
 }

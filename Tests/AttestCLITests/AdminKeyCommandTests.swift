@@ -43,7 +43,7 @@ struct AdminKeyCommandTests {
         #expect(bytes.range(of: Data(key.utf8)) == nil)
         #expect(try WorkspaceAdmin(store: store).authenticate(key: key).name == "Ops owner")
         // Its creation is audited in its workspace, by the person behind attestctl.
-        let audit = try store.auditLog(workspaceID: "ws1", since: 0, limit: 10)
+        let audit = try store.auditPage(AuditQuery(workspaceID: "ws1")).entries.map(\.entry)
         #expect(audit.map(\.action) == [.adminKeyCreate] && audit.first?.actor == "alice (attestctl)")
     }
 

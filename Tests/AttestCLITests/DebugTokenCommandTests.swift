@@ -74,10 +74,15 @@ struct DebugTokenCommandTests {
         #expect(code == 0 && out.contains("revoked debug token \(id)"))
         #expect(run(["debug-token", "revoke", id, "--yes"]).1.contains("already revoked"))
         #expect(run(["debug-token", "revoke", "dbgt_0000000000000000", "--yes"]).0 == 1)
-        #expect(try store.auditLog(since: 0, limit: 10).map(\.action).suffix(2) == [.debugTokenCreate, .debugTokenRevoke])
+        #expect(
+            try store.auditPage(AuditQuery(workspaceID: nil)).entries.map(\.entry.action).prefix(2) == [
+                .debugTokenRevoke, .debugTokenCreate,
+            ])
         // The workspace's admins see what the operator did to their integration's debug tokens.
         #expect(
-            try store.auditLog(workspaceID: "ws1", since: 0, limit: 10).map(\.action).suffix(2) == [.debugTokenCreate, .debugTokenRevoke])
+            try store.auditPage(AuditQuery(workspaceID: "ws1")).entries.map(\.entry.action).prefix(2) == [
+                .debugTokenRevoke, .debugTokenCreate,
+            ])
         let (_, shown, _) = run(["integration", "show", clientID])
         #expect(shown.contains("debug_tokens: 0 live"))
     }

@@ -71,7 +71,7 @@ struct FraudKeyCommandTests {
         let printed = run.out.withLock { $0 } + run.err.withLock { $0 }
         #expect(!printed.contains(body))
         #expect(!printed.contains(Hex.encode(secretsKey)))
-        let audit = try store.auditLog(since: 0, limit: 10).last
+        let audit = try store.auditPage(AuditQuery(workspaceID: nil)).entries.first?.entry
         #expect(audit?.action.rawValue == "integration.set-fraud-key")
         #expect(audit?.target == clientID)
         #expect(audit?.detail == "key id ABC123DEFG")

@@ -186,11 +186,45 @@ struct IntegrationCommandTests {
         let audit = Console()
         #expect(audit.run(["audit", "list", "--db", database]) == 0)
         let lines = audit.out.withLock { $0 }.split(separator: "\n")
+        // Newest first.
         #expect(lines.count == 4)
-        #expect(lines[0].contains("alice (attestctl)  integration.create  \(clientID)"))
-        #expect(lines[1].contains("alice (attestctl)  token.revoke  \(hash)"))
-        #expect(lines[2].contains("bob (attestctl)  integration.suspend"))
-        #expect(lines[3].contains("carol (attestctl)  integration.resume"))
+        #expect(lines[3].contains("alice (attestctl)  integration.create  \(clientID)"))
+        #expect(lines[2].contains("alice (attestctl)  token.revoke  \(hash)"))
+        #expect(lines[1].contains("bob (attestctl)  integration.suspend"))
+        #expect(lines[0].contains("carol (attestctl)  integration.resume"))
+    }
+
+    @Test("audit list: newest first, every row (no silent stop), filters, and --limit says how to list the older ones")
+    func auditListPages() throws {
+        let console = Console()
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        // 1,201 rows: more than one page of the store's (1,000).
+        for index in 0..<600 {
+            #expect(Console().run(["integration", "suspend", clientID, "--db", database, "--actor", "op\(index % 2)"]) == 0)
+            #expect(Console().run(["integration", "resume", clientID, "--db", database, "--actor", "op\(index % 2)"]) == 0)
+        }
+        let all = Console()
+        #expect(all.run(["audit", "list", "--db", database]) == 0)
+        let lines = all.out.withLock { $0 }.split(separator: "\n")
+        #expect(lines.count == 1_201)
+        #expect(lines.first?.contains("integration.resume") == true && lines.last?.contains("integration.create") == true)
+        let filtered = Console()
+        #expect(
+            filtered.run(["audit", "list", "--db", database, "--action", "integration.create,integration.suspend", "--by", "op1"]) == 0)
+        let chosen = filtered.out.withLock { $0 }.split(separator: "\n")
+        #expect(chosen.count == 300 && chosen.allSatisfy { $0.contains("op1 (attestctl)  integration.suspend") })
+        let limited = Console()
+        #expect(limited.run(["audit", "list", "--db", database, "--limit", "3", "--json"]) == 0)
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(limited.out.withLock { $0 }.utf8)) as? [[String: Any]])
+        #expect(rows.count == 3)
+        let said = limited.err.withLock { $0 }
+        let before = try #require(said.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) })
+        #expect(said.contains("--before") && Int(before) == rows.last?["id"] as? Int)
+        let rest = Console()
+        #expect(rest.run(["audit", "list", "--db", database, "--before", before]) == 0)
+        #expect(rest.out.withLock { $0 }.split(separator: "\n").count == 1_198)
+        #expect(Console().run(["audit", "list", "--db", database, "--action", "nonsense"]) == 64)
     }
 
     @Test("a suspended integration is shown as suspended by list, show and --json; show says whether a fraud key is set")

@@ -199,7 +199,7 @@ struct AdminAPITests {
             let entries = W.body(world.call("GET", "/admin/v1/audit", key: key))["entries"] as? [[String: Any]] ?? []
             // Named by the key's name and its ID: two keys of one name (one revoked) are told apart.
             let mine = entries.filter { $0["actor"] as? String == actor }
-            #expect(mine.map { $0["action"] as? String } == ["integration.suspend", "integration.revoke"])
+            #expect(mine.map { $0["action"] as? String } == ["integration.revoke", "integration.suspend"])  // newest first
             #expect(mine.allSatisfy { $0["target"] as? String == target.clientID && $0["at"] is Int })
             // Every request's log line names the key, reads too.
             let lines = world.world.sink.all.split(separator: "\n").filter { $0.contains("\"route\":\"admin_audit\"") }

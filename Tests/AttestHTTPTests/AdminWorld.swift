@@ -53,7 +53,7 @@ final class AdminWorld {
         if let key { all.append(HTTPHeader(name: "Authorization", value: "Bearer \(key)")) }
         if json != nil { all.append(HTTPHeader(name: "Content-Type", value: "application/json")) }
         return world.app.adminRouter.respond(
-            to: HTTPRequest(method: method, path: path, headers: all, body: Array((json ?? "").utf8), remoteAddress: remoteAddress))
+            to: HTTPRequest(method: method, target: path, headers: all, body: Array((json ?? "").utf8), remoteAddress: remoteAddress))
     }
 
     static func body(_ response: HTTPResponse) -> [String: Any] {

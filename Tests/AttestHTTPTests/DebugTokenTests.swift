@@ -57,7 +57,7 @@ struct DebugTokenTests {
             #expect(try world.authorizes(device.token))
             let again = try Self.exchange(world, clientID: clientID, secret: secret)
             #expect(again.status == 401 && world.world.json(again)["code"] as? String == "invalid_debug_token")
-            let actions = try world.world.app.store.auditLog(since: 0, limit: 100).map(\.action)
+            let actions = try world.world.app.store.auditPage(AuditQuery(workspaceID: nil)).entries.reversed().map(\.entry.action)
             #expect(actions.contains(.debugTokenCreate) && actions.contains(.debugTokenRevoke))
             let metrics = String(
                 decoding: world.world.app.router.respond(to: HTTPRequest(method: "GET", path: "/metrics")).body, as: UTF8.self)

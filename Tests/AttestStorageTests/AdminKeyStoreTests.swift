@@ -133,9 +133,9 @@ struct AdminKeyStoreTests {
             _ in "role user"
         }
         try store.insertAdminKey(Self.key("admk_x", 5, role: .user), audit: keyA)
-        let seenByA = try store.auditLog(workspaceID: "ws_a", since: 0, limit: 100)
-        #expect(seenByA.map(\.target) == ["clid_a", "admk_x"])
-        #expect(try store.auditLog(workspaceID: "ws_b", since: 0, limit: 100).map(\.actor) == ["key b"])
+        let seenByA = try store.auditPage(AuditQuery(workspaceID: "ws_a")).entries.map(\.entry)
+        #expect(seenByA.map(\.target) == ["admk_x", "clid_a"])
+        #expect(try store.auditPage(AuditQuery(workspaceID: "ws_b")).entries.map(\.entry.actor) == ["key b"])
         withExtendedLifetime(location) {}
     }
 }

@@ -46,7 +46,8 @@ struct DebugTokenStoreTests {
         #expect(try world.store.revokeDebugToken(id: debug.id, at: Self.time + 8, audit: nil) == .alreadyRevoked)
         #expect(try world.store.revokeDebugToken(id: "dbgt_missing", at: Self.time, audit: nil) == nil)
         #expect(try world.store.mintForDebugToken(Self.accessToken(52, for: debug, world), at: Self.time + 9) == .invalid)
-        #expect(try world.store.auditLog(since: 0, limit: 10).map(\.action) == [.debugTokenCreate, .debugTokenRevoke])
+        #expect(
+            try world.store.auditPage(AuditQuery(workspaceID: nil)).entries.map(\.entry.action) == [.debugTokenRevoke, .debugTokenCreate])
     }
 
     @Test("an expired debug token, another integration's, or one whose key differs mints nothing", arguments: StoreBackend.available)

@@ -69,10 +69,10 @@ struct IssueOrderTests {
     @Test("listings follow the order of issue, not the key, within one second", arguments: StoreBackend.available)
     func listingsInIssueOrder(_ backend: StoreBackend) throws {
         let world = try World(backend)
-        // Registered with key IDs falling: listed by key, the newest device would come first.
+        // Registered with key IDs falling: listed newest first by key, the oldest device would come first.
         for seed in [UInt8(0x90), 0x50, 0x10] { try world.register(seed) }
-        let devices = try world.store.deviceSummaries(clientID: world.integration.clientID, at: Self.time)
-        #expect(devices.map { $0.device.keyID[0] } == [0x90, 0x50, 0x10])
+        let devices = try world.store.devicePage(clientID: world.integration.clientID, query: DeviceQuery(), at: Self.time).devices
+        #expect(devices.map { $0.keyID[0] } == [0x10, 0x50, 0x90])
         for clientID in ["clid_zz", "clid_mm", "clid_aa"] {
             try world.store.insertIntegration(World.integration(clientID), audit: nil)
         }

@@ -102,7 +102,7 @@ extension TokenStoreContractTests {
         #expect(try world.store.liveTokenCount(keyID: keyID, at: Self.time) == 1)
     }
 
-    @Test("the audit log keeps every entry in order and filters by time", arguments: StoreBackend.available)
+    @Test("the audit log lists every entry newest first, a page at a time, and filters", arguments: StoreBackend.available)
     func auditLog(_ backend: StoreBackend) throws {
         let world = try World(backend)
         let revoke = AuditNote<RevocationSummary>(
@@ -114,9 +114,22 @@ extension TokenStoreContractTests {
         let first = AuditEntry(
             at: Self.time, actor: "alice (attestctl)", action: .integrationRevoke, target: "clid_contract", detail: "0 tokens")
         let second = AuditEntry(at: Self.time + 5, actor: "bob (attestctl)", action: .tokenRevoke, target: "ab", detail: "")
-        #expect(try world.store.auditLog(since: 0, limit: 10) == [first, second])
-        #expect(try world.store.auditLog(since: Self.time + 1, limit: 10) == [second])
-        #expect(try world.store.auditLog(since: 0, limit: 1) == [first])
+        func entries(_ query: AuditQuery) throws -> [AuditEntry] { try world.store.auditPage(query).entries.map(\.entry) }
+        #expect(try entries(AuditQuery(workspaceID: nil)) == [second, first])
+        #expect(try entries(AuditQuery(workspaceID: nil, from: Self.time + 1)) == [second])
+        #expect(try entries(AuditQuery(workspaceID: nil, to: Self.time + 4)) == [first])
+        #expect(try entries(AuditQuery(workspaceID: nil, actions: [.tokenRevoke, .deviceBlock])) == [second])
+        #expect(try entries(AuditQuery(workspaceID: nil, actor: "alice")) == [first])
+        #expect(try entries(AuditQuery(workspaceID: nil, target: "clid_")) == [first])
+        // LIKE's wildcards are matched as themselves.
+        #expect(try entries(AuditQuery(workspaceID: nil, actor: "%")).isEmpty)
+        #expect(try entries(AuditQuery(workspaceID: nil, target: "_")).isEmpty)
+        // One row a page: the first page says where the second starts, and the second is the last.
+        let page = try world.store.auditPage(AuditQuery(workspaceID: nil, limit: 1))
+        #expect(page.entries.map(\.entry) == [second])
+        let next = try #require(page.next)
+        let last = try world.store.auditPage(AuditQuery(workspaceID: nil, limit: 1, before: next))
+        #expect(last.entries.map(\.entry) == [first] && last.next == nil)
     }
 
     @Test(
@@ -131,6 +144,6 @@ extension TokenStoreContractTests {
         #expect(try world.store.blockDevice(keyID: [UInt8](repeating: 0, count: 32), at: Self.time, audit: missing) == nil)
         let unchanged = AuditNote<Bool>(at: Self.time, actor: "gateway", action: .tokenRevoke, target: "00") { $0 ? "revoked" : nil }
         #expect(try world.store.revokeToken(hash: [0], audit: unchanged) == false)
-        #expect(try world.store.auditLog(since: 0, limit: 10).isEmpty)
+        #expect(try world.store.auditPage(AuditQuery(workspaceID: nil)).entries.isEmpty)
     }
 }

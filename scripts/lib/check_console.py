@@ -29,6 +29,7 @@ from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -190,6 +191,25 @@ def suspend_and_block(t, browser, attestd, tokens):
     browser.find("#confirm-ok").click()
     browser.wait(lambda d: "blocked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")[0].text.lower())
     t.check(sum(authorize(attestd.port, token) == 200 for token in tokens) == 2, "Block blocks the device: its token is refused at once")
+    find_device(t, browser, rows_key(browser)[0])
+
+
+def rows_key(browser):
+    """The key IDs of the devices listed now."""
+    return [row.get_attribute("data-key-id") for row in browser.driver.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")]
+
+
+def find_device(t, browser, blocked):
+    """Devices finds one device by the start of its key ID, and filters by status."""
+    browser.find("#device-search").send_keys(blocked[:9])
+    browser.find("#device-filters button[type=submit]").click()
+    browser.wait(lambda d: rows_key(browser) == [blocked])
+    t.check(rows_key(browser) == [blocked], "Devices finds a device by the first 9 hex digits of its key ID")
+    browser.find("#device-search").clear()
+    Select(browser.find("#device-status")).select_by_value("active")
+    browser.find("#device-filters button[type=submit]").click()
+    browser.wait(lambda d: len(rows_key(browser)) == 2)
+    t.check(blocked not in rows_key(browser) and len(rows_key(browser)) == 2, "the status filter shows the 2 active devices only")
 
 
 def revoke_in_console(t, browser, attestd, tokens):
@@ -220,6 +240,16 @@ def audit_and_keys(t, browser, args):
     audit = browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main table")).text
     t.check("integration.revoke" in audit and "device.block" in audit and "Olivia (owner)" in audit,
             "the audit log shows the changes under the key's name")
+    t.check(audit.index("integration.revoke") < audit.index("device.block") and "console.sign-in" not in audit,
+            "newest first, and changes only until sign-ins are asked for")
+    Select(browser.find("#audit-action")).select_by_value("device.block,token.revoke")
+    browser.find("#audit-filters button[type=submit]").click()
+    browser.wait(lambda d: "integration.revoke" not in d.find_element(By.CSS_SELECTOR, "main .page-region").text)
+    filtered = browser.find("main .page-region").text
+    t.check("device.block" in filtered and "integration.revoke" not in filtered, "the action filter narrows the log")
+    t.check("format=csv" in browser.find("#audit-export-csv").get_attribute("href")
+            and "action=device.block" in browser.find("#audit-export-csv").get_attribute("href"),
+            "Export CSV exports what the filters show")
     browser.shot("audit.png")
     browser.driver.find_element(By.LINK_TEXT, "Admin keys").click()
     browser.wait_heading("Admin keys")

@@ -10,22 +10,44 @@ enum DeviceCommands {
 
     static let list = Command(
         path: ["device", "list"],
-        summary: "List an integration's devices: status, counter, environment, receipt, risk metric, live tokens.",
+        summary: "List an integration's devices, newest first: status, counter, environment, receipt, risk metric, live tokens.",
         options: [clientID, StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
 
     static let show = Command(
         path: ["device", "show"], summary: "Show one device (KEY_ID as standard base64 or 64 hex digits).",
         options: [StoreOptions.database, StoreOptions.actor, StoreOptions.json], positionals: ["KEY_ID"], run: runShow)
 
+    static func receipt(_ state: ReceiptState?) -> JSONValue {
+        state.map { state in
+            .object([
+                ("created_at", state.createdAt), ("expires_at", state.expiresAt), ("refreshed_at", state.refreshedAt),
+                ("risk_metric", state.riskMetric), ("type", state.type?.rawValue), ("verdict", state.verdict.description),
+            ])
+        } ?? .null
+    }
+
+    static func receiptWords(_ state: ReceiptState?) -> String {
+        state.map { "\($0.verdict) \($0.type?.rawValue ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" } ?? "unchecked"
+    }
+
+    /// A listed device (a listing carries no receipt, public key or App ID: `device show` does).
+    static func value(_ entry: DeviceListEntry, clientID: String) -> JSONValue {
+        .object([
+            ("client_id", clientID), ("counter", entry.counter), ("created_at", entry.createdAt),
+            ("environment", entry.environment.rawValue), ("key_id", Base64Text.encode(entry.keyID, .standard)),
+            ("key_id_hex", Hex.encode(entry.keyID)), ("live_tokens", entry.liveTokens), ("receipt", receipt(entry.receiptState)),
+            ("status", entry.status.rawValue), ("updated_at", entry.updatedAt),
+        ])
+    }
+
+    static func line(_ entry: DeviceListEntry) -> String {
+        "\(Base64Text.encode(entry.keyID, .standard))  \(entry.status.rawValue)  counter=\(entry.counter)  \(entry.environment.rawValue)  "
+            + "receipt=\(receiptWords(entry.receiptState))  tokens=\(entry.liveTokens)\n"
+    }
+
     static func value(_ summary: DeviceSummary) -> JSONValue {
         let device = summary.device
-        let receipt: JSONValue =
-            device.receiptState.map { state in
-                .object([
-                    ("created_at", state.createdAt), ("expires_at", state.expiresAt), ("refreshed_at", state.refreshedAt),
-                    ("risk_metric", state.riskMetric), ("type", state.type?.rawValue), ("verdict", state.verdict.description),
-                ])
-            } ?? .null
+        let receipt = receipt(device.receiptState)
         return .object([
             ("app_id", device.appID), ("client_id", device.clientID), ("counter", device.counter), ("created_at", device.createdAt),
             ("environment", device.environment.rawValue), ("key_id", Base64Text.encode(device.keyID, .standard)),
@@ -36,22 +58,34 @@ enum DeviceCommands {
 
     static func line(_ summary: DeviceSummary) -> String {
         let device = summary.device
-        let receipt =
-            device.receiptState.map { "\($0.verdict) \($0.type?.rawValue ?? "-") risk=\($0.riskMetric.map(String.init) ?? "-")" }
-            ?? "unchecked"
         return
             "\(Base64Text.encode(device.keyID, .standard))  \(device.status.rawValue)  counter=\(device.counter)  \(device.environment.rawValue)  "
-            + "receipt=\(receipt)  tokens=\(summary.liveTokens)\n"
+            + "receipt=\(receiptWords(device.receiptState))  tokens=\(summary.liveTokens)\n"
     }
 
+    /// Every device, a page at a time, each printed as it comes (a JSON array stays one array):
+    /// attestctl never holds a large integration's list in memory, nor asks for it in one statement.
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         return StoreOptions.administering("device list", options, io) { admin throws(ServiceError) -> Int32 in
-            let devices = try admin.devices(clientID: options.required(clientID))
-            if options.flag(StoreOptions.json) {
-                io.standardOutput(JSONText.render(.array(devices.map(value)), pretty: true) + "\n")
-            } else {
-                for device in devices { io.standardOutput(line(device)) }
+            let clientID = options.required(Self.clientID)
+            let json = options.flag(StoreOptions.json)
+            var query = DeviceQuery(limit: DeviceQuery.maximumLimit)
+            var first = true
+            if json { io.standardOutput("[") }
+            while true {
+                let page = try admin.devices(clientID: clientID, query: query)
+                for entry in page.devices {
+                    if json {
+                        io.standardOutput((first ? "\n" : ",\n") + JSONText.render(value(entry, clientID: clientID), pretty: true))
+                    } else {
+                        io.standardOutput(line(entry))
+                    }
+                    first = false
+                }
+                guard let next = page.next else { break }
+                query.after = next
             }
+            if json { io.standardOutput(first ? "]\n" : "\n]\n") }
             return ExitCode.success
         }
     }

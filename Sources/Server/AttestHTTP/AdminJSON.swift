@@ -38,19 +38,21 @@ enum AdminJSON {
         JSONValue.object(integrationMembers(record, counts: counts))
     }
 
-    static func device(_ summary: DeviceSummary) -> JSONValue {
-        let device = summary.device
-        return JSONValue.object([
-            ("key_id", Hex.encode(device.keyID)), ("status", device.status == .active ? "active" : "blocked"), ("counter", device.counter),
+    static func device(_ device: DeviceListEntry) -> JSONValue {
+        JSONValue.object([
+            ("key_id", Hex.encode(device.keyID)), ("key_id_base64", Base64Text.encode(device.keyID, .standard)),
+            ("status", device.status == .active ? "active" : "blocked"), ("counter", device.counter),
             ("environment", device.environment.rawValue), ("receipt_verdict", device.receiptState.map { $0.verdict.description }),
-            ("risk_metric", device.receiptState?.riskMetric), ("live_tokens", summary.liveTokens), ("created_at", device.createdAt),
+            ("risk_metric", device.receiptState?.riskMetric), ("live_tokens", device.liveTokens), ("created_at", device.createdAt),
             ("updated_at", device.updatedAt),
         ])
     }
 
-    static func auditEntry(_ entry: AuditEntry) -> JSONValue {
-        JSONValue.object([
-            ("at", entry.at), ("actor", entry.actor), ("action", entry.action.rawValue), ("target", entry.target), ("detail", entry.detail),
+    static func auditEntry(_ row: AuditListEntry) -> JSONValue {
+        let entry = row.entry
+        return JSONValue.object([
+            ("id", row.id), ("at", entry.at), ("actor", entry.actor), ("action", entry.action.rawValue), ("target", entry.target),
+            ("detail", entry.detail),
         ])
     }
 
@@ -123,5 +125,49 @@ struct AdminBody {
             throw Problem.malformed(
                 .field(.policy), "\(name) must be null or a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
+    }
+}
+
+/// The audit export's two formats: one row per line either way, newest first.
+enum AuditExport {
+    case csv
+    case jsonLines
+
+    var contentType: String {
+        switch self {
+        case .csv: "text/csv; charset=utf-8"
+        case .jsonLines: "application/jsonl; charset=utf-8"
+        }
+    }
+
+    var fileExtension: String {
+        switch self {
+        case .csv: "csv"
+        case .jsonLines: "jsonl"
+        }
+    }
+
+    func render(_ rows: [AuditListEntry]) -> String {
+        switch self {
+        case .jsonLines:
+            return rows.map { JSONText.render(AdminJSON.auditEntry($0), pretty: false) + "\n" }.joined()
+        case .csv:
+            var out = "id,at,actor,action,target,detail\r\n"
+            for row in rows {
+                let entry = row.entry
+                let fields = [String(row.id), String(entry.at), entry.actor, entry.action.rawValue, entry.target, entry.detail]
+                out += fields.map(Self.csvField).joined(separator: ",") + "\r\n"
+            }
+            return out
+        }
+    }
+
+    /// RFC 4180 quoting, and a leading `=`, `+`, `-` or `@` defused with a quote mark (a
+    /// spreadsheet would run it as a formula: names are chosen by administrators).
+    static func csvField(_ text: String) -> String {
+        var text = text
+        if let first = text.first, "=+-@\t\r".contains(first) { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacing("\"", with: "\"\"") + "\""
     }
 }

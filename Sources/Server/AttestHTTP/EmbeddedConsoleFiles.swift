@@ -194,21 +194,78 @@ route();
 
 """#),
         ("audit.js", "text/javascript; charset=utf-8", #"""
-// The workspace's audit log: who did what to what, newest first.
+// The workspace's audit log: who did what to what, newest first, a page at a time, filtered by
+// action, actor, target and time, and exported (CSV or JSON lines) as filtered.
 import { api } from "./api.js";
 import { h, show, when } from "./dom.js";
+import { pager, query } from "./pages.js";
+
+const kinds = [
+  ["changes", "Changes (not sign-ins)"], ["", "Everything"], ["sign-ins", "Sign-ins"],
+  ["integration.suspend,integration.resume,integration.revoke,integration.update", "Integration changes"],
+  ["device.block,token.revoke", "Blocked devices and revoked tokens"],
+  ["admin-key.create,admin-key.revoke", "Admin keys"], ["debug-token.create,debug-token.revoke", "Debug tokens"],
+];
+
+/** A date field's value (yyyy-mm-dd) as Unix seconds at the start (or the end) of that day, local time. */
+function day(value, end) {
+  if (!value) return "";
+  const date = new Date(`${value}T00:00:00`);
+  if (Number.isNaN(date.getTime())) return "";
+  return Math.floor(date.getTime() / 1000) + (end ? 86399 : 0);
+}
+
+function filterField(id, label, control) {
+  control.id = id;
+  return h("div", { class: "filter" }, h("label", { for: id }, label), control);
+}
 
 export async function auditScreen() {
-  const { entries } = await api.get("/admin/v1/audit");
-  const table = entries.length === 0
-    ? h("p", { class: "empty" }, "Nothing recorded yet.")
-    : h("table", {},
-      h("caption", { class: "visually-hidden" }, "Audit log"),
+  const action = h("select", {}, kinds.map(([value, text]) => h("option", { value }, text)));
+  const actor = h("input", { type: "search", placeholder: "Name or key ID", autocomplete: "off" });
+  const target = h("input", { type: "search", placeholder: "Client ID, key ID…", autocomplete: "off" });
+  const from = h("input", { type: "date" });
+  const to = h("input", { type: "date" });
+  const filters = () => ({
+    action: action.value, actor: actor.value.trim(), target: target.value.trim(), from: day(from.value, false), to: day(to.value, true),
+  });
+  const exportCSV = h("a", { class: "button quiet", id: "audit-export-csv", download: "attestd-audit.csv" }, "Export CSV");
+  const exportJSON = h("a", { class: "button quiet", id: "audit-export-jsonl", download: "attestd-audit.jsonl" }, "Export JSON lines");
+  const table = (entries) => entries.length === 0
+    ? h("p", { class: "empty" }, "Nothing recorded matches.")
+    : h("table", { id: "audit-table" },
+      h("caption", { class: "visually-hidden" }, "Audit log, newest first"),
       h("thead", {}, h("tr", {}, ["When", "Who", "Action", "Target", "Detail"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, entries.slice().reverse().map((e) => h("tr", {},
+      h("tbody", {}, entries.map((e) => h("tr", {},
         h("td", {}, when(e.at)), h("td", {}, e.actor), h("td", {}, h("code", {}, e.action)),
-        h("td", {}, h("code", {}, e.target)), h("td", {}, e.detail)))));
-  show("Audit log", h("h1", {}, "Audit log"), h("p", { class: "muted" }, "Every change made in this workspace, with the admin key behind it."), table);
+        h("td", {}, h("code", { class: "wrap" }, e.target)), h("td", {}, e.detail)))));
+  const pages = pager({
+    label: "Audit log",
+    load: async (cursor) => {
+      const body = await api.get(`/admin/v1/audit${query({ ...filters(), limit: 50, cursor })}`);
+      return { rows: body.entries, next: body.next_cursor };
+    },
+    render: table,
+  });
+  const form = h("form", { class: "filters", id: "audit-filters", role: "search", "aria-label": "Filter the audit log" },
+    filterField("audit-action", "Show", action), filterField("audit-actor", "Who", actor), filterField("audit-target", "Target", target),
+    filterField("audit-from", "From", from), filterField("audit-to", "To", to),
+    h("div", { class: "filter buttons" }, h("button", { type: "submit" }, "Filter")));
+  const refresh = async () => {
+    exportCSV.href = `/admin/v1/audit/export${query({ ...filters(), format: "csv" })}`;
+    exportJSON.href = `/admin/v1/audit/export${query({ ...filters(), format: "jsonl" })}`;
+    await pages.reload();
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    await refresh();
+  });
+  show("Audit log",
+    h("div", { class: "heading" }, h("h1", {}, "Audit log"), h("div", { class: "actions" }, exportCSV, exportJSON)),
+    h("p", { class: "muted" }, "Every change made in this workspace, newest first, with the admin key behind it. "
+      + "Exports hold up to 10,000 rows of what the filters show."),
+    form, pages.element);
+  await refresh();
 }
 
 """#),
@@ -308,6 +365,14 @@ dialog ul { padding-left: 20px; }
 
 .toast { position: fixed; bottom: 20px; left: 50%; transform: translateX(-50%); background: #1d2330; color: #fff; padding: 10px 18px; border-radius: var(--radius); opacity: 0; transition: opacity 0.2s; pointer-events: none; }
 .toast.visible { opacity: 1; }
+
+.filters { display: flex; flex-wrap: wrap; gap: 12px 16px; align-items: flex-end; margin: 16px 0 20px; }
+.filter { flex: 1 1 150px; max-width: 240px; }
+.filter.wide { flex: 2 1 260px; max-width: 420px; }
+.filter.buttons { flex: 0 0 auto; }
+.filter .help { margin: 4px 0 0; }
+.pager { display: flex; align-items: center; gap: 12px; justify-content: flex-end; margin-top: 12px; }
+.wrap { overflow-wrap: anywhere; }
 
 """#),
         ("debugtokens.js", "text/javascript; charset=utf-8", #"""
@@ -581,6 +646,7 @@ export function showSecretOnce(where, { notice, value, id, label, copyID, copied
 // and its Devices (its Debug tokens: debugtokens.js).
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
+import { pager, query } from "./pages.js";
 
 const teamPattern = /^[A-Z0-9]{10}$/;
 const bundlePattern = /^[A-Za-z0-9.-]{1,155}$/;
@@ -784,42 +850,64 @@ async function revokeIntegration(session, clientID) {
 
 export async function devicesScreen(session, clientID) {
   const integration = await api.get(path(clientID));
-  const { devices } = await api.get(path(clientID, "/devices"));
-  const columns = ["Key ID", "Status", "Environment", "Counter", "Receipt", "Risk metric", "Live tokens", "Attested"];
+  const search = h("input", { type: "search", id: "device-search", placeholder: "Hex prefix or base64 key ID", autocomplete: "off",
+    spellcheck: "false", "aria-describedby": "device-search-help" });
+  const status = h("select", { id: "device-status" },
+    h("option", { value: "" }, "All"), h("option", { value: "active" }, "Active"), h("option", { value: "blocked" }, "Blocked"));
+  const columns = ["Key ID", "Status", "Environment", "Counter", "Receipt", "Risk metric", "Live tokens", "Attested", "Last seen"];
   if (session.can_change) columns.push("Actions");
-  const table = devices.length === 0
-    ? h("p", { class: "empty" }, "No device has attested with this integration yet.")
-    : h("table", {},
-      h("caption", { class: "visually-hidden" }, "Devices"),
+  const row = (d) => {
+    const cells = [
+      h("td", {}, h("code", { title: d.key_id }, `${d.key_id.slice(0, 12)}…`)),
+      h("td", {}, badge(d.status)), h("td", {}, d.environment), h("td", { class: "number" }, d.counter),
+      h("td", {}, d.receipt_verdict || "—"), h("td", { class: "number" }, d.risk_metric ?? "—"),
+      h("td", { class: "number" }, d.live_tokens), h("td", {}, when(d.created_at)), h("td", {}, when(d.updated_at)),
+    ];
+    if (session.can_change) {
+      const block = h("button", { type: "button", class: "quiet small", "aria-label": `Block device ${d.key_id.slice(0, 12)}`,
+        disabled: d.status !== "active" }, "Block");
+      block.addEventListener("click", guarded(async () => {
+        const ok = await confirmDialog({
+          title: "Block this device?",
+          body: [h("p", {}, "Device ", h("code", { class: "wrap" }, d.key_id), ` (attested ${when(d.created_at)}): its ${d.live_tokens} `
+            + "live tokens stop working at once and this key can never refresh or attest again. The app gets a new key only if it "
+            + "deliberately starts over (resetKey), within the integration's policy.")],
+          action: "Block device",
+        });
+        if (!ok) return;
+        const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
+        toast(`Device ${d.key_id.slice(0, 12)}… blocked: ${result.tokens_revoked} tokens revoked.`);
+        await pages.reload();
+      }));
+      cells.push(h("td", {}, block));
+    }
+    return h("tr", { "data-key-id": d.key_id }, cells);
+  };
+  const table = (devices) => devices.length === 0
+    ? h("p", { class: "empty" }, search.value || status.value ? "No device matches." : "No device has attested with this integration yet.")
+    : h("table", { id: "devices-table" },
+      h("caption", { class: "visually-hidden" }, "Devices, newest first"),
       h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, devices.map((d) => {
-        const cells = [
-          h("td", {}, h("code", { title: d.key_id }, `${d.key_id.slice(0, 12)}…`)),
-          h("td", {}, badge(d.status)), h("td", {}, d.environment), h("td", { class: "number" }, d.counter),
-          h("td", {}, d.receipt_verdict || "—"), h("td", { class: "number" }, d.risk_metric ?? "—"),
-          h("td", { class: "number" }, d.live_tokens), h("td", {}, when(d.created_at)),
-        ];
-        if (session.can_change) {
-          const block = h("button", { type: "button", class: "quiet small", "aria-label": `Block device ${d.key_id.slice(0, 12)}`,
-            disabled: d.status !== "active" }, "Block");
-          block.addEventListener("click", guarded(async () => {
-            const ok = await confirmDialog({
-              title: "Block this device?",
-              body: [h("p", {}, `Device ${d.key_id.slice(0, 12)}…: its ${d.live_tokens} live tokens stop working at once and this key `
-                + "can never refresh or attest again. The app gets a new key only if it deliberately starts over (resetKey), "
-                + "within the integration's policy.")],
-              action: "Block device",
-            });
-            if (!ok) return;
-            const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
-            toast(`Device blocked: ${result.tokens_revoked} tokens revoked.`);
-            await devicesScreen(session, clientID);
-          }));
-          cells.push(h("td", {}, block));
-        }
-        return h("tr", { "data-key-id": d.key_id }, cells);
-      })));
-  show(`${integration.name} devices`, header(integration, "devices"), table);
+      h("tbody", {}, devices.map(row)));
+  const pages = pager({
+    label: "Devices",
+    load: async (cursor) => {
+      const body = await api.get(path(clientID, `/devices${query({ key_id: search.value.trim(), status: status.value, limit: 50, cursor })}`));
+      return { rows: body.devices, next: body.next_cursor };
+    },
+    render: table,
+  });
+  const form = h("form", { class: "filters", id: "device-filters", role: "search", "aria-label": "Find devices" },
+    h("div", { class: "filter wide" }, h("label", { for: "device-search" }, "Key ID"), search,
+      h("p", { class: "help", id: "device-search-help" }, "The start of the key ID in hex, as listed, or the whole key ID in base64, as the app has it.")),
+    h("div", { class: "filter" }, h("label", { for: "device-status" }, "Status"), status),
+    h("div", { class: "filter buttons" }, h("button", { type: "submit" }, "Find")));
+  form.addEventListener("submit", guarded(async (event) => {
+    event.preventDefault();
+    await pages.reload();
+  }));
+  show(`${integration.name} devices`, header(integration, "devices"), form, pages.element);
+  await pages.reload();
 }
 
 """#),
@@ -907,6 +995,65 @@ export async function keysScreen(session) {
   show("Admin keys", h("h1", {}, "Admin keys"),
     h("p", { class: "muted" }, "Keys of this workspace. A key is shown once, when it is created; attestd keeps only its hash."),
     form, table);
+}
+
+"""#),
+        ("pages.js", "text/javascript; charset=utf-8", #"""
+// A listing a page at a time: the API answers a bounded page and a next_cursor; the console
+// keeps the cursors of the pages before, so Newer goes back and Older goes on.
+import { h } from "./dom.js";
+
+/**
+ * A pager over `load(cursor)` (which answers `{ rows, next }`): `render(rows)` draws one page
+ * into `region`. Returns `{ element, reload }`: the region with its Newer/Older buttons, and a
+ * function that starts again from the first page (after a filter changed).
+ */
+export function pager({ load, render, label }) {
+  const region = h("div", { class: "page-region", "aria-live": "polite" });
+  const newer = h("button", { type: "button", class: "quiet small", id: "page-newer" }, "Newer");
+  const older = h("button", { type: "button", class: "quiet small", id: "page-older" }, "Older");
+  const position = h("span", { class: "muted", id: "page-position" });
+  const before = [];
+  let current = null;
+  let next = null;
+
+  async function draw(cursor) {
+    const page = await load(cursor);
+    current = cursor;
+    next = page.next;
+    region.replaceChildren(render(page.rows));
+    newer.disabled = before.length === 0;
+    older.disabled = !next;
+    position.textContent = `${label}, page ${before.length + 1}`;
+  }
+
+  newer.addEventListener("click", async () => {
+    const cursor = before.pop();
+    await draw(cursor === undefined ? null : cursor);
+    newer.disabled ? older.focus() : newer.focus();
+  });
+  older.addEventListener("click", async () => {
+    if (!next) return;
+    before.push(current);
+    await draw(next);
+    older.disabled ? newer.focus() : older.focus();
+  });
+
+  const element = h("div", {}, region, h("div", { class: "pager" }, newer, position, older));
+  return {
+    element,
+    reload: async () => {
+      before.length = 0;
+      await draw(null);
+    },
+  };
+}
+
+/** A query string of `fields` whose values are not empty. */
+export function query(fields) {
+  const parts = Object.entries(fields).filter(([, value]) => value !== "" && value !== null && value !== undefined)
+    .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
+  return parts.length === 0 ? "" : `?${parts.join("&")}`;
 }
 
 """#),

@@ -17,3 +17,19 @@ package typealias IntegrationCounts = AttestStorage.IntegrationCounts
 package typealias DeviceSummary = AttestStorage.DeviceSummary
 /// One audit row (`AttestStorage.AuditEntry`).
 package typealias AuditEntry = AttestStorage.AuditEntry
+/// A listed device, without its receipt (`AttestStorage.DeviceListEntry`).
+package typealias DeviceListEntry = AttestStorage.DeviceListEntry
+/// Which devices a page lists (`AttestStorage.DeviceQuery`).
+package typealias DeviceQuery = AttestStorage.DeviceQuery
+/// Where the next page of devices starts (`AttestStorage.DeviceCursor`).
+package typealias DeviceCursor = AttestStorage.DeviceCursor
+/// One page of devices (`AttestStorage.DevicePage`).
+package typealias DevicePage = AttestStorage.DevicePage
+/// Which audit rows a page lists (`AttestStorage.AuditQuery`).
+package typealias AuditQuery = AttestStorage.AuditQuery
+/// One listed audit row and its ID (`AttestStorage.AuditListEntry`).
+package typealias AuditListEntry = AttestStorage.AuditListEntry
+/// One page of audit rows (`AttestStorage.AuditPage`).
+package typealias AuditPage = AttestStorage.AuditPage
+/// An audited action (`AttestStorage.AuditAction`).
+package typealias AuditAction = AttestStorage.AuditAction

@@ -105,8 +105,8 @@ package struct IntegrationAdmin: Sendable {
     }
 
     /// The devices of an integration with their live token counts.
-    package func devices(clientID: String) throws(ServiceError) -> [DeviceSummary] {
-        try stored { () throws(StorageError) in try store.deviceSummaries(clientID: clientID, at: clock.now()) }
+    package func devices(clientID: String, query: DeviceQuery) throws(ServiceError) -> DevicePage {
+        try stored { () throws(StorageError) in try store.devicePage(clientID: clientID, query: query, at: clock.now()) }
     }
 
     /// One device with its live token count.
@@ -223,9 +223,10 @@ package struct IntegrationAdmin: Sendable {
         keyID.utf8.count == 10 && keyID.utf8.allSatisfy { (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) }
     }
 
-    /// The audit log from `since` on, oldest first.
-    package func auditLog(since: Int64, limit: Int = 10_000) throws(ServiceError) -> [AuditEntry] {
-        try stored { () throws(StorageError) in try store.auditLog(since: since, limit: limit) }
+    /// One page of the audit log, newest first (every workspace's rows and attestctl's unless the
+    /// query names a workspace).
+    package func auditPage(_ query: AuditQuery) throws(ServiceError) -> AuditPage {
+        try stored { () throws(StorageError) in try store.auditPage(query) }
     }
 
     /// All integrations.

@@ -72,6 +72,16 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case policy
         case expiresIn = "expires_in"
         case debugToken = "debug_token"
+        /// The admin API's listing parameters (pages, filters, export).
+        case limit
+        case cursor
+        case status
+        case action
+        case actor
+        case target
+        case from
+        case to
+        case format
     }
 
     /// The integration settings `attestctl integration create` validates.

@@ -143,10 +143,10 @@ package struct WorkspaceAdmin: Sendable {
     // MARK: Devices and tokens
 
     /// The devices of one of the workspace's integrations.
-    package func devices(_ principal: AdminPrincipal, clientID: String) throws(ServiceError) -> [DeviceSummary] {
+    package func devices(_ principal: AdminPrincipal, clientID: String, query: DeviceQuery) throws(ServiceError) -> DevicePage {
         try require(principal, Self.readRole, to: "read devices")
         _ = try owned(principal, clientID)
-        return try admin(principal).devices(clientID: clientID)
+        return try admin(principal).devices(clientID: clientID, query: query)
     }
 
     /// Blocks a device of one of the workspace's integrations; how many tokens went.
@@ -176,9 +176,12 @@ package struct WorkspaceAdmin: Sendable {
         guard try admin(principal).revokeToken(hash: hash) else { throw ServiceError.tokenNotFound }
     }
 
-    /// The workspace's audit log from `since` on, oldest first, at most `limit` entries.
-    package func auditLog(_ principal: AdminPrincipal, since: Int64, limit: Int = 1000) throws(ServiceError) -> [AuditEntry] {
+    /// One page of the workspace's audit log, newest first (`query.workspaceID` is replaced by
+    /// the principal's: no key reads another workspace's rows).
+    package func auditPage(_ principal: AdminPrincipal, _ query: AuditQuery) throws(ServiceError) -> AuditPage {
         try require(principal, Self.readRole, to: "read the audit log")
-        return try stored { () throws(StorageError) in try store.auditLog(workspaceID: principal.workspaceID, since: since, limit: limit) }
+        var query = query
+        query.workspaceID = principal.workspaceID
+        return try stored { () throws(StorageError) in try store.auditPage(query) }
     }
 }

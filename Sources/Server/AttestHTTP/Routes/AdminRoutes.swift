@@ -32,6 +32,7 @@ struct AdminRoutes: Sendable {
         api.on("POST", "/devices/{key_id}/block", name: "admin_device_block", block)
         api.on("POST", "/tokens/revoke", name: "admin_token_revoke", revokeToken)
         api.on("GET", "/audit", name: "admin_audit", audit)
+        api.on("GET", "/audit/export", name: "admin_audit_export", auditExport)
         api.on("GET", "/keys", name: "admin_keys", keys)
         api.on("POST", "/keys", name: "admin_key_create", createKey)
         api.on("POST", "/keys/{key_id}/revoke", name: "admin_key_revoke", revokeKey)
@@ -125,8 +126,12 @@ struct AdminRoutes: Sendable {
         let principal = try Self.principal(context)
         let clientID = context.parameter("client_id")
         context.log.clientID = clientID
-        let list = try admin.devices(principal, clientID: clientID)
-        return JSONBody.response([("devices", JSONValue.array(list.map(AdminJSON.device)))])
+        let query = try AdminListing(query: context.request.query).deviceQuery()
+        let page = try admin.devices(principal, clientID: clientID, query: query)
+        return JSONBody.response([
+            ("devices", JSONValue.array(page.devices.map(AdminJSON.device))),
+            ("next_cursor", page.next.map(AdminListing.deviceCursorText)),
+        ])
     }
 
     private func block(_ context: inout RequestContext) throws -> HTTPResponse {
@@ -150,8 +155,34 @@ struct AdminRoutes: Sendable {
 
     private func audit(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
-        let entries = try admin.auditLog(principal, since: 0)
-        return JSONBody.response([("entries", JSONValue.array(entries.map(AdminJSON.auditEntry)))])
+        let query = try AdminListing(query: context.request.query).auditQuery(maximum: AuditQuery.maximumLimit)
+        let page = try admin.auditPage(principal, query)
+        return JSONBody.response([
+            ("entries", JSONValue.array(page.entries.map(AdminJSON.auditEntry))),
+            ("next_cursor", page.next.map(AdminListing.auditCursorText)),
+        ])
+    }
+
+    /// The filtered rows as CSV or JSON lines, newest first, up to `AuditQuery.maximumExport` of
+    /// them (the default): `Attestd-Next-Cursor` names where the rest starts, if there is more.
+    private func auditExport(_ context: inout RequestContext) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let listing = try AdminListing(query: context.request.query)
+        var query = try listing.auditQuery(maximum: AuditQuery.maximumExport)
+        if listing.text(.limit) == nil { query.limit = AuditQuery.maximumExport }
+        let export: AuditExport
+        switch listing.text(.format) {
+        case "csv"?: export = .csv
+        case "jsonl"?: export = .jsonLines
+        default: throw Problem.malformed(.field(.format), "format must be csv or jsonl")
+        }
+        let page = try admin.auditPage(principal, query)
+        var headers = [
+            HTTPHeader(name: "Content-Type", value: export.contentType),
+            HTTPHeader(name: "Content-Disposition", value: "attachment; filename=\"attestd-audit.\(export.fileExtension)\""),
+        ]
+        if let next = page.next { headers.append(HTTPHeader(name: "Attestd-Next-Cursor", value: AdminListing.auditCursorText(next))) }
+        return HTTPResponse(status: 200, headers: headers, body: Array(export.render(page.entries).utf8))
     }
 
     private func keys(_ context: inout RequestContext) throws -> HTTPResponse {

@@ -85,12 +85,55 @@ extension SQLTokenStore {
         try perform(.read) { session throws(StorageError) in try session.record(TokenRecord.self, AdminKeySQL.tokenByHash, [.blob(hash)]) }
     }
 
-    package func auditLog(workspaceID: String, since: Int64, limit: Int) throws(StorageError) -> [AuditEntry] {
-        try perform(.read) { session throws(StorageError) in
-            try session.records(
-                AuditEntry.self, AdminKeySQL.auditOfWorkspace, [.text(workspaceID), .integer(since), .integer(Int64(limit))])
-        }
+}
+
+extension SQLTokenStore {
+    /// One page of the audit log, newest first, on a reader (SQLite) or in autocommit
+    /// (PostgreSQL): a workspace's rows are those written in it and, from before attestctl named
+    /// the workspace of what it changed, attestctl's rows whose target is one of its integrations.
+    package func auditPage(_ query: AuditQuery) throws(StorageError) -> AuditPage {
+        var values: [SQLValue] = []
+        if let workspaceID = query.workspaceID { values.append(.text(workspaceID)) }
+        let actions = query.actions.isEmpty ? "" : "," + query.actions.map(\.rawValue).sorted().joined(separator: ",") + ","
+        values += [
+            .integer(query.before ?? Int64.max), .text(actions), .text(actions), .text("%" + Self.likeEscaped(query.actor ?? "") + "%"),
+            .text(Self.likeEscaped(query.target ?? "") + "%"), .integer(query.from ?? Int64.min), .integer(query.to ?? Int64.max),
+            .integer(Int64(query.limit + 1)),
+        ]
+        let statement = query.workspaceID == nil ? AuditSQL.everyRow : AuditSQL.ofWorkspace
+        let rows = try perform(.read) { session throws(StorageError) in try session.records(AuditListEntry.self, statement, values) }
+        let page = Array(rows.prefix(query.limit))
+        return AuditPage(entries: page, next: rows.count > query.limit ? page.last?.id : nil)
     }
+
+    /// `text` matched literally by `LIKE ... ESCAPE '\'`.
+    static func likeEscaped(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            if character == "%" || character == "_" || character == "\\" { out.append("\\") }
+            out.append(character)
+        }
+        return out
+    }
+}
+
+/// The audit log's page, written once: the filters every page applies after the rows' scope.
+enum AuditSQL {
+    private static func page(scope: String) -> String {
+        """
+        SELECT \(SQLText.list(AuditListEntry.columns)) FROM audit_log
+        WHERE \(scope) id < ? AND (? = '' OR ? LIKE '%,' || action || ',%') AND actor LIKE ? ESCAPE '\\' AND target LIKE ? ESCAPE '\\'
+            AND at >= ? AND at <= ?
+        ORDER BY id DESC LIMIT ?
+        """
+    }
+
+    static let everyRow = SQLStatement(page(scope: ""))
+    static let ofWorkspace = SQLStatement(
+        page(
+            scope: """
+                (workspace_id = ? OR (workspace_id IS NULL AND target IN (SELECT client_id FROM integrations WHERE workspace_id = ?1))) AND
+                """))
 }
 
 /// The statements of admin keys and sessions, written once.
@@ -135,13 +178,4 @@ enum AdminKeySQL {
         WHERE i.workspace_id = ? AND t.expires_at > ? GROUP BY t.client_id
         """)
     static let tokenByHash = SQLStatement("SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE token_hash = ?")
-    /// Rows written in the workspace, and attestctl's rows about its integrations (whose target
-    /// is the client ID).
-    static let auditOfWorkspace = SQLStatement(
-        """
-        SELECT \(SQLText.list(AuditEntry.columns)) FROM audit_log
-        WHERE (workspace_id = ?1 OR (workspace_id IS NULL AND target IN (SELECT client_id FROM integrations WHERE workspace_id = ?1)))
-            AND at >= ?2
-        ORDER BY id LIMIT ?3
-        """)
 }

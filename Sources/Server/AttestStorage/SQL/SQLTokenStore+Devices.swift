@@ -109,18 +109,57 @@ extension SQLTokenStore {
         }
     }
 
-    package func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary] {
-        try perform(.snapshot) { session throws(StorageError) -> [DeviceSummary] in
-            let devices = try session.records(DeviceRecord.self, SharedSQL.devicesOfIntegration, [.text(clientID)])
-            var byKey: [[UInt8]: Int] = [:]
-            for row in try session.rows(SharedSQL.liveTokensByDevice, [.text(clientID), .integer(time)]) {
-                byKey[try row.blob(0)] = Int(try row.int64(1))
-            }
-            return devices.map { DeviceSummary(device: $0, liveTokens: byKey[$0.keyID] ?? 0) }
+    /// One page of the integration's devices, newest first, in one statement on a reader
+    /// (SQLite) or in autocommit (PostgreSQL, within the session's statement timeout): a listing
+    /// never holds the writer, and its answer is bounded by `query.limit`.
+    package func devicePage(clientID: String, query: DeviceQuery, at time: Int64) throws(StorageError) -> DevicePage {
+        var values: [SQLValue] = [.integer(time), .text(clientID)]
+        values += query.status.map { [.text($0.rawValue), .text($0.rawValue)] } ?? [.text("active"), .text("revoked")]
+        let range = query.keyIDRange ?? DeviceQuery.range(prefix: [], nibble: nil)
+        values += [.blob(range[0]), .blob(range[1])]
+        let statement: SQLStatement
+        switch query.after {
+        case nil:
+            statement = DeviceListSQL.firstPage
+        case let cursor? where cursor.order != nil:
+            statement = DeviceListSQL.afterOrdered
+            values.append(.integer(cursor.order ?? 0))
+        case let cursor?:
+            statement = DeviceListSQL.afterUnordered
+            values += [.integer(cursor.createdAt), .blob(cursor.keyID)]
         }
+        values.append(.integer(Int64(query.limit + 1)))
+        let rows = try perform(.read) { session throws(StorageError) in try session.records(DeviceListEntry.self, statement, values) }
+        let page = Array(rows.prefix(query.limit))
+        return DevicePage(devices: page, next: rows.count > query.limit ? page.last?.cursor : nil)
     }
 
     package func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int {
         try perform(.read) { session throws(StorageError) in try session.count(SharedSQL.liveTokenCount, [.blob(keyID), .integer(time)]) }
     }
+}
+
+/// The statements of the device listing: newest first by order of issue (as every listing,
+/// `SQLText.issueOrder`), a page after a cursor found through the index on the integration
+/// (SQLite's rowid rides in `devices_by_client`), with the live tokens of each row counted by key.
+enum DeviceListSQL {
+    private static func page(after condition: String) -> String {
+        """
+        SELECT \(SQLText.list(DeviceListEntry.columns)),
+            (SELECT count(*) FROM tokens t WHERE t.key_id = devices.key_id AND t.expires_at > ?), \(SQLText.issueOrder)
+        FROM devices
+        WHERE client_id = ? AND status IN (?, ?) AND key_id >= ? AND key_id <= ? \(condition)
+        ORDER BY \(SharedSQL.devicesByIssue(newestFirst: true)) LIMIT ?
+        """
+    }
+
+    static let firstPage = SQLStatement(inIssueOrder: page(after: ""))
+    /// After a row with an order of issue: the older ones, then (PostgreSQL) every row from
+    /// before migration 0012, which has none and comes last.
+    static let afterOrdered = SQLStatement(
+        sqlite: SQLText.issueOrder(in: page(after: "AND rowid < ?"), for: .sqlite),
+        postgresql: SQLText.issueOrder(in: SQLStatement.numbered(page(after: "AND (seq < ? OR seq IS NULL)")), for: .postgresql))
+    /// After a row from before migration 0012 (PostgreSQL only): the older ones of those.
+    static let afterUnordered = SQLStatement(
+        inIssueOrder: page(after: "AND \(SQLText.issueOrder) IS NULL AND (created_at, key_id) < (?, ?)"))
 }

@@ -40,12 +40,6 @@ extension SQLTokenStore {
 
     // MARK: Audit log
 
-    package func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry] {
-        try perform(.read) { session throws(StorageError) in
-            try session.records(AuditEntry.self, SharedSQL.selectAudit, [.integer(since), .integer(Int64(limit))])
-        }
-    }
-
     // MARK: StoreMaintenance
 
     /// Deletes what expired at `time`, in transactions of `purgeBatch` rows at most, so that a

@@ -3,7 +3,7 @@ package enum SQLWork: Sendable {
     /// Reads outside a transaction: each statement sees the last committed state (SQLite: a
     /// reader connection; PostgreSQL: autocommit).
     case read
-    /// Reads that must see one state (SQLite: the writer's transaction; PostgreSQL: REPEATABLE READ).
+    /// Reads that must see one state (SQLite: a read transaction on a reader; PostgreSQL: REPEATABLE READ).
     case snapshot
     /// One writing statement (PostgreSQL: autocommit, without the round trips of BEGIN and COMMIT).
     case statement(durable: Bool)
@@ -43,7 +43,10 @@ enum SharedSQL {
     // MARK: Orders of issue (migration 0012)
 
     static let integrationsByIssue = SQLText.issueOrder(time: "created_at", key: "client_id")
-    static let devicesByIssue = SQLText.issueOrder(time: "created_at", key: "key_id")
+    static let devicesByIssue = devicesByIssue(newestFirst: false)
+    static func devicesByIssue(newestFirst: Bool) -> String {
+        SQLText.issueOrder(time: "created_at", key: "key_id", newestFirst: newestFirst)
+    }
     static let tokensByIssue = SQLText.issueOrder(time: "issued_at", key: "token_hash")
     static let tokensNewestFirst = SQLText.issueOrder(time: "issued_at", key: "token_hash", newestFirst: true)
 
@@ -121,10 +124,6 @@ enum SharedSQL {
     static let deleteToken = SQLStatement("DELETE FROM tokens WHERE token_hash = ?")
     static let blockDevice = SQLStatement("UPDATE devices SET status = 'revoked', updated_at = ? WHERE key_id = ?")
     static let deleteTokensOfDevice = SQLStatement("DELETE FROM tokens WHERE key_id = ?")
-    static let devicesOfIntegration = SQLStatement(
-        inIssueOrder: "SELECT \(SQLText.list(DeviceRecord.columns)) FROM devices WHERE client_id = ? ORDER BY \(devicesByIssue)")
-    static let liveTokensByDevice = SQLStatement(
-        "SELECT key_id, count(*) FROM tokens WHERE client_id = ? AND expires_at > ? GROUP BY key_id")
     static let liveTokenCount = SQLStatement("SELECT count(*) FROM tokens WHERE key_id = ? AND expires_at > ?")
 
     // MARK: Rate buckets
@@ -143,7 +142,6 @@ enum SharedSQL {
     // MARK: Audit
 
     static let insertAudit = SQLStatement(SQLText.insert(into: "audit_log", AuditEntry.columns))
-    static let selectAudit = SQLStatement("SELECT \(SQLText.list(AuditEntry.columns)) FROM audit_log WHERE at >= ? ORDER BY id LIMIT ?")
 }
 
 extension SQLTokenStore {

@@ -239,9 +239,27 @@ package final class SQLiteDatabase {
         guard !isInImmediateTransaction, sqlite3_get_autocommit(handle) != 0 else {
             throw StorageError.misuse("immediateTransaction cannot be nested")
         }
-        try control("BEGIN IMMEDIATE")
         isInImmediateTransaction = true
         defer { isInImmediateTransaction = false }
+        return try transaction("BEGIN IMMEDIATE", body)
+    }
+
+    /// Runs `body`'s reads inside `BEGIN` ... `COMMIT` (a read transaction on a reader
+    /// connection): they see one state of the database, and no writer waits for them (WAL).
+    package func readTransaction<T>(_ body: () throws(StorageError) -> T) throws(StorageError) -> T {
+        guard sqlite3_get_autocommit(handle) != 0 else { throw StorageError.misuse("readTransaction cannot be nested") }
+        do {
+            return try transaction("BEGIN", body)
+        } catch let error as StorageError {
+            throw error
+        } catch {
+            throw StorageError.misuse("a read transaction threw \(error)")
+        }
+    }
+
+    /// `begin`, `body`, COMMIT; any error of `body` or COMMIT rolls back and is rethrown unchanged.
+    private func transaction<T>(_ begin: String, _ body: () throws -> T) throws -> T {
+        try control(begin)
         let value: T
         do {
             value = try body()

@@ -91,8 +91,11 @@ package final class SQLiteTokenStore: SQLTokenStore {
         case .read:
             return try read { database throws(StorageError) -> T in try body(SQLiteSession(database: database)) }
         case .snapshot:
-            // On the writer, in one transaction: the reads see one state.
-            return try write(durable: true) { database throws(StorageError) -> T in try body(SQLiteSession(database: database)) }
+            // On a reader, in one read transaction: the reads see one state, and the writer (every
+            // device's challenge, attestation and refresh) never waits for an administrator's read.
+            return try read { database throws(StorageError) -> T in
+                try database.readTransaction { () throws(StorageError) -> T in try body(SQLiteSession(database: database)) }
+            }
         case .statement(let durable), .transaction(let durable):
             return try write(durable: durable) { database throws(StorageError) -> T in try body(SQLiteSession(database: database)) }
         }

@@ -93,8 +93,9 @@ package protocol AdminStore: Sendable {
     func blockDevice(keyID: [UInt8], at time: Int64, audit: AuditNote<Int>?) throws(StorageError) -> Int?
     /// The device with this key ID.
     func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
-    /// The integration's devices, oldest first, with how many unexpired tokens each holds.
-    func deviceSummaries(clientID: String, at time: Int64) throws(StorageError) -> [DeviceSummary]
+    /// One page of the integration's devices, newest first, with how many unexpired tokens each
+    /// holds (never their receipts).
+    func devicePage(clientID: String, query: DeviceQuery, at time: Int64) throws(StorageError) -> DevicePage
     /// Unexpired tokens of one key.
     func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int
     /// Stores the integration's sealed DeviceCheck key; nil when the integration is unknown.
@@ -105,8 +106,9 @@ package protocol AdminStore: Sendable {
     func fraudKey(clientID: String) throws(StorageError) -> (keyID: String, sealedKey: [UInt8])?
     /// A consistent copy of the whole database in a new SQLite file (see `StoreMaintenance.backup`).
     func backup(to path: String) throws(StorageError)
-    /// The audit log from `since` (Unix seconds) on, oldest first, at most `limit` entries.
-    func auditLog(since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
+    /// One page of the audit log, newest first: every row when `query.workspaceID` is nil (the
+    /// operator), else the workspace's (see `AdminKeyStore`).
+    func auditPage(_ query: AuditQuery) throws(StorageError) -> AuditPage
 }
 
 /// The workspace admins' keys and console sessions, and the workspace-scoped reads of the admin
@@ -137,9 +139,6 @@ package protocol AdminKeyStore: Sendable {
     func integrationCounts(workspaceID: String, at time: Int64) throws(StorageError) -> [String: IntegrationCounts]
     /// The token with this hash, live or not, whatever its integration's state.
     func token(hash: [UInt8]) throws(StorageError) -> TokenRecord?
-    /// The workspace's audit rows from `since` on, oldest first, at most `limit`: those written in
-    /// the workspace and, from attestctl, those about its integrations.
-    func auditLog(workspaceID: String, since: Int64, limit: Int) throws(StorageError) -> [AuditEntry]
 }
 
 /// The receipt refresher's work.
