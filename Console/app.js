@@ -5,6 +5,7 @@ import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from 
 import { debugTokensScreen } from "./debugtokens.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
+import { sessionsScreen } from "./sessions.js";
 
 let session = null;
 
@@ -38,8 +39,9 @@ function signInScreen(message) {
       location.hash = "#/integrations";
       route();
     } catch (failure) {
-      error.textContent = failure instanceof APIError && failure.status === 401
-        ? "This key is not valid: it is unknown or has been revoked." : `Sign-in failed: ${failure.message}`;
+      if (failure instanceof APIError && failure.status === 401) error.textContent = "This key is not valid: it is unknown or has been revoked.";
+      else if (failure instanceof APIError && failure.status === 429) error.textContent = "Too many sign-ins: wait a minute, then try again.";
+      else error.textContent = `Sign-in failed: ${failure.message}`;
       key.focus();
     }
   });
@@ -80,6 +82,9 @@ async function route() {
     if (parts[0] === "audit") {
       markSection("audit");
       await auditScreen();
+    } else if (parts[0] === "sessions") {
+      markSection("sessions");
+      await sessionsScreen();
     } else if (parts[0] === "keys") {
       markSection("keys");
       await keysScreen(session);

@@ -73,7 +73,8 @@ export async function createScreen(session) {
     field("team_id", "Apple Developer Team ID", team, "10 characters, upper-case letters and digits, as in your Apple Developer account."),
     field("bundle_ids", "Bundle IDs", bundles, "One per line, 1 to 32, e.g. com.example.app."),
     field("environment", "App Attest environment", environment,
-      "Production accepts App Store and TestFlight builds; development also accepts builds from Xcode."),
+      "Production: App Store and TestFlight builds. Development: only development-signed builds (run from Xcode). "
+        + "Production and development: both."),
     failure,
     h("div", { class: "actions" }, h("a", { class: "button quiet", href: "#/integrations" }, "Cancel"), submit));
   form.addEventListener("submit", async (event) => {
@@ -162,12 +163,26 @@ export async function overviewScreen(session, clientID) {
     ["Live debug tokens", h("a", { href: `#/integrations/${encodeURIComponent(clientID)}/debug-tokens`, id: "live-debug-tokens" },
       String(liveDebugTokens))],
   ];
+  const stopped = await whoStopped(integration);
+  if (stopped) rows.splice(6, 0, [integration.status === "revoked" ? "Revoked" : "Suspended", stopped]);
   const details = h("dl", { class: "details" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
   const actions = [];
   if (session.can_change && integration.status !== "revoked") {
+    actions.push(policyForm(session, integration));
     const suspended = integration.status === "suspended";
     const pause = h("button", { type: "button", class: "quiet", id: suspended ? "resume" : "suspend" }, suspended ? "Resume" : "Suspend");
     pause.addEventListener("click", guarded(async () => {
+      if (!suspended) {
+        const ok = await confirmDialog({
+          title: `Suspend ${integration.name}?`,
+          body: [h("ul", {},
+            h("li", {}, "Every live access token of this app is refused at once: its users' requests to your API fail."),
+            h("li", {}, "Its devices cannot get new tokens, and new devices cannot attest, until you resume it."),
+            h("li", {}, "Nothing is deleted: Resume lets the same tokens and devices through again."))],
+          action: "Suspend integration",
+        });
+        if (!ok) return;
+      }
       await api.post(path(clientID, suspended ? "/resume" : "/suspend"), {});
       toast(suspended ? "Resumed." : "Suspended: its tokens and devices are refused until resumed.");
       await overviewScreen(session, clientID);
@@ -180,6 +195,58 @@ export async function overviewScreen(session, clientID) {
       h("div", { class: "actions start" }, pause, revoke)));
   }
   show(integration.name, header(integration, "overview"), h("section", { class: "card" }, details), actions);
+}
+
+/** Who suspended or revoked the integration, and when (from the audit log); null when active. */
+async function whoStopped(integration) {
+  if (integration.status === "active") return null;
+  const action = integration.status === "revoked" ? "integration.revoke" : "integration.suspend";
+  const at = integration.status === "revoked" ? integration.revoked_at : integration.suspended_at;
+  const { entries } = await api.get(`/admin/v1/audit${query({ action, target: integration.client_id, limit: 1 })}`);
+  const entry = entries.find((e) => e.target === integration.client_id);
+  return h("span", { id: "stopped-by" }, entry ? `${when(entry.at)} by ${entry.actor}` : when(at));
+}
+
+/** The integration's policy, edited in place: each limit a whole number in its range, or empty for none. */
+function policyForm(session, integration) {
+  const current = integration.policy;
+  const receipt = h("input", { type: "checkbox", id: "policy-receipt", checked: current.require_valid_receipt });
+  const number = (id, value, min, max) => h("input", { type: "number", id, min, max, step: "1", inputmode: "numeric",
+    value: value ?? "", placeholder: "No limit", "aria-describedby": `${id}-help ${id}-error` });
+  const limits = [
+    ["policy-risk", "Highest risk metric accepted", "max_risk_metric", 0, 1_000_000,
+      "Apple's count of keys attested for the app on this device in 30 days; above it, refreshes are refused."],
+    ["policy-keys", "New keys per hour", "max_new_keys_per_hour", 1, 1_000_000, "Attestations of new keys, for the whole app."],
+    ["policy-tokens", "Live tokens per device", "max_live_tokens_per_device", 1, 1000, "A device's older tokens end when it gets more."],
+  ].map(([id, label, member, min, max, help]) => ({ id, label, member, min, max, help, input: number(id, current[member], min, max) }));
+  const save = h("button", { type: "submit", id: "policy-save" }, "Save policy");
+  const form = h("form", { class: "card", id: "policy-form", novalidate: true, "aria-labelledby": "policy-title" },
+    h("h2", { id: "policy-title" }, "Policy"),
+    h("div", { class: "field checkbox" }, receipt, h("label", { for: "policy-receipt" }, "Require a valid receipt")),
+    limits.map((l) => field(l.id, l.label, l.input, `${l.help} Empty: no limit.`)),
+    h("div", { class: "actions start" }, save));
+  form.addEventListener("submit", guarded(async (event) => {
+    event.preventDefault();
+    const body = { require_valid_receipt: receipt.checked };
+    let first = null;
+    for (const l of limits) {
+      const text = l.input.value.trim();
+      const value = text === "" ? null : Number(text);
+      const bad = value !== null && (!Number.isInteger(value) || value < l.min || value > l.max);
+      setError(l.id, bad ? `A whole number from ${l.min} to ${l.max}, or empty for no limit.` : "");
+      if (bad && !first) first = l.input;
+      body[l.member] = value;
+    }
+    if (first) {
+      first.focus();
+      return;
+    }
+    await api.post(path(integration.client_id, "/policy"), body);
+    toast("Policy saved.");
+    await overviewScreen(session, integration.client_id);
+    document.getElementById("policy-save")?.focus();
+  }));
+  return form;
 }
 
 async function revokeIntegration(session, clientID) {

@@ -1,4 +1,5 @@
 import AttestCrypto
+import AttestHTTPServer
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -75,10 +76,21 @@ struct AdminListingTests {
             let user = try world.key(.user, name: "Noisy")
             let target = try world.integration()
             #expect(world.call("POST", "/admin/v1/integrations/\(target.clientID)/suspend", key: admin, json: "{}").status == 200)
-            // A user key signs in 1,050 times after the change: more rows than the largest page.
-            for _ in 0..<1_050 {
-                let signIn = world.call("POST", "/console/session", json: #"{"key":"\#(user)"}"#)
-                #expect(signIn.status == 200)
+            // The user key's sign-ins after the change: more rows than the largest page. (Sign-ins are
+            // limited per key and address since review L3: they are written here as a patient
+            // attacker's would be, over days, through the store.)
+            let userID = try #require(try world.world.app.store.adminKeys(workspaceID: W.workspace).first { $0.name == "Noisy" }).id
+            #expect(world.call("POST", "/console/session", json: #"{"key":"\#(user)"}"#).status == 200)
+            for index in 0..<1_050 {
+                let now = Int64(Date().timeIntervalSince1970)
+                let record = AdminSessionRecord(
+                    sessionHash: Digest.sha256(Array("session \(index)".utf8)), keyID: userID, createdAt: now, expiresAt: now + 60)
+                let note = AuditNote<Int>(
+                    at: now, actor: "Noisy (\(userID))", action: .consoleSignIn, target: userID, workspaceID: W.workspace
+                ) {
+                    _ in "session"
+                }
+                try world.world.app.store.insertAdminSession(record, keepingLatest: 10, audit: note)
             }
             func page(_ query: String) -> [String: Any] { W.body(world.call("GET", "/admin/v1/audit?\(query)", key: admin)) }
             func actions(_ body: [String: Any]) -> [String] {
@@ -126,6 +138,37 @@ struct AdminListingTests {
             #expect(row["action"] as? String == "integration.resume")
             #expect(W.header(jsonl, "Attestd-Next-Cursor")?.hasPrefix("a.") == true)
             #expect(world.call("GET", "/admin/v1/audit/export?format=xml", key: admin).status == 400)
+        }
+    }
+
+    @Test("audit: the operator's device block and token revoke and the gateway's revocation are in the workspace's log (review L1)")
+    func outsideChangesInTheWorkspace() async throws {
+        try await offThePool {
+            let world = try AdminWorld()
+            let reader = try world.key(.user)
+            let outsider = try world.key(.owner, workspace: W.otherWorkspace)
+            let blocked = try world.device()
+            let revoked = try world.device()
+            let gateway = try world.device()
+            // attestctl's device block and token revoke (no workspace of their own).
+            #expect(try world.world.admin.blockDevice(keyID: try #require(Hex.decode(blocked.keyID))) == 1)
+            #expect(try world.world.admin.revokeToken(hash: Digest.sha256(Array(revoked.token.utf8))))
+            // The gateway's RFC 7009 revocation.
+            let headers = [
+                HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded"),
+                HTTPHeader(name: "Authorization", value: "Bearer \(world.world.gatewaySecret)"),
+            ]
+            let form = Array("token=\(gateway.token)".utf8)
+            #expect(
+                world.world.app.router.respond(to: HTTPRequest(method: "POST", path: "/v1/revoke", headers: headers, body: form)).status
+                    == 200)
+            func targets(_ key: String) -> [String] {
+                let body = W.body(world.call("GET", "/admin/v1/audit?action=device.block,token.revoke", key: key))
+                return (body["entries"] as? [[String: Any]] ?? []).compactMap { $0["target"] as? String }
+            }
+            let hash = { (token: String) in Hex.encode(Digest.sha256(Array(token.utf8))) }
+            #expect(targets(reader) == [hash(gateway.token), hash(revoked.token), blocked.keyID])
+            #expect(targets(outsider).isEmpty)
         }
     }
 

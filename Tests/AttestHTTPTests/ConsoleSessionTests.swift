@@ -84,7 +84,7 @@ struct ConsoleSessionTests {
         }
     }
 
-    @Test("a session expires 8 hours after sign-in, and dies with its key")
+    @Test("a session used every 25 minutes still expires 8 hours after sign-in, and dies with its key")
     func expiry() async throws {
         try await offThePool {
             let world = try AdminWorld() { $0.insecureTestMode = true }
@@ -97,8 +97,10 @@ struct ConsoleSessionTests {
             }
             #expect(setClock(clock).status == 200)
             let session = try Self.signIn(world, try world.key(.owner))
-            #expect(setClock(clock + 8 * 3600 - 1).status == 200)
-            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 200)
+            for step in stride(from: Int64(1500), to: 8 * 3600, by: 1500) + [8 * 3600 - 1] {
+                #expect(setClock(clock + step).status == 200)
+                #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 200)
+            }
             #expect(setClock(clock + 8 * 3600).status == 200)
             #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status == 401)
             #expect(setClock(clock).status == 200)
@@ -107,6 +109,85 @@ struct ConsoleSessionTests {
             #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(doomed.cookie)]).status == 200)
             _ = try world.admin.revokeKey(id: issued.record.id, actor: "alice")
             #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(doomed.cookie)]).status == 401)
+        }
+    }
+
+    /// Sets the world's clock (test mode) to `now`.
+    static func setClock(_ world: AdminWorld, _ now: Int64) {
+        let response = world.world.app.router.respond(
+            to: HTTPRequest(
+                method: "POST", path: "/test/clock", headers: [HTTPHeader(name: "Content-Type", value: "application/json")],
+                body: Array(#"{"now":"\#(now)"}"#.utf8)))
+        #expect(response.status == 200)
+    }
+
+    @Test("a session unused for 30 minutes ends; each use renews the 30 minutes (review L4)")
+    func idleTimeout() async throws {
+        try await offThePool {
+            let world = try AdminWorld() { $0.insecureTestMode = true }
+            let start = Int64(Date().timeIntervalSince1970)
+            Self.setClock(world, start)
+            let session = try Self.signIn(world, try world.key(.owner))
+            let use = { world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(session.cookie)]).status }
+            Self.setClock(world, start + 1799)
+            #expect(use() == 200)
+            Self.setClock(world, start + 1799 + 1799)
+            #expect(use() == 200)
+            Self.setClock(world, start + 1799 + 1799 + 1800)
+            #expect(use() == 401)
+        }
+    }
+
+    @Test("sign-ins are limited per key and per address (429, Retry-After), and a key holds at most 10 sessions (review L3, L4)")
+    func signInLimits() async throws {
+        try await offThePool {
+            let world = try AdminWorld() { $0.insecureTestMode = true }
+            let start = Int64(Date().timeIntervalSince1970)
+            Self.setClock(world, start)
+            let key = try world.key(.owner)
+            var sessions: [(cookie: String, csrf: String, setCookie: String)] = []
+            for _ in 0..<10 { sessions.append(try Self.signIn(world, key)) }
+            let refused = world.call("POST", "/console/session", json: #"{"key":"\#(key)"}"#)
+            #expect(refused.status == 429 && W.header(refused, "Retry-After").flatMap(Int.init).map { $0 >= 1 } == true)
+            // A minute later the key may sign in again; one of its oldest sessions ends (the ten
+            // began in the same second), ten stay.
+            Self.setClock(world, start + 60)
+            sessions.append(try Self.signIn(world, key))
+            let alive = sessions.map { world.call("GET", "/admin/v1/integrations", headers: [Self.cookie($0.cookie)]).status == 200 }
+            #expect(alive.filter { $0 }.count == 10 && alive.last == true)
+            let listed = W.body(world.call("GET", "/console/sessions", headers: [Self.cookie(sessions[10].cookie)]))
+            let rows = listed["sessions"] as? [[String: Any]] ?? []
+            #expect(rows.count == 10 && rows.filter { $0["current"] as? Bool == true }.count == 1)
+            // Guessing from one address: 30 tries, then 429 before any key is looked up.
+            var statuses: [Int] = []
+            for _ in 0..<31 {
+                statuses.append(world.call("POST", "/console/session", json: #"{"key":"adm_wrong"}"#, remoteAddress: "203.0.113.9").status)
+            }
+            #expect(statuses.prefix(30).allSatisfy { $0 == 401 } && statuses.last == 429)
+            // Another address is not held back by it.
+            #expect(world.call("POST", "/console/session", json: #"{"key":"adm_wrong"}"#, remoteAddress: "203.0.113.10").status == 401)
+        }
+    }
+
+    @Test("the key's holder lists its sessions and ends the others; the CSRF token is needed (review L4)")
+    func endOtherSessions() async throws {
+        try await offThePool {
+            let world = try AdminWorld()
+            let key = try world.key(.admin)
+            let sessions = try (0..<3).map { _ in try Self.signIn(world, key) }
+            let current = sessions[2]
+            let withoutCSRF = world.call("POST", "/console/sessions/end-others", json: "{}", headers: [Self.cookie(current.cookie)])
+            #expect(withoutCSRF.status == 403)
+            let ended = world.call(
+                "POST", "/console/sessions/end-others", json: "{}",
+                headers: [Self.cookie(current.cookie), HTTPHeader(name: "X-CSRF-Token", value: current.csrf)])
+            #expect(ended.status == 200 && W.body(ended)["ended"] as? Int == 2)
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(sessions[0].cookie)]).status == 401)
+            #expect(world.call("GET", "/admin/v1/integrations", headers: [Self.cookie(current.cookie)]).status == 200)
+            let rows =
+                W.body(world.call("GET", "/console/sessions", headers: [Self.cookie(current.cookie)]))["sessions"] as? [[String: Any]]
+            #expect(rows?.count == 1)
+            #expect(world.call("GET", "/console/sessions").status == 401)
         }
     }
 

@@ -57,7 +57,7 @@ struct AdminKeyStoreTests {
         #expect(try store.activeAdminKey(hash: [UInt8](repeating: 2, count: 32)) == nil)
         let session = AdminSessionRecord(
             sessionHash: [UInt8](repeating: 9, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
-        try store.insertAdminSession(session, audit: nil)
+        try store.insertAdminSession(session, keepingLatest: 10, audit: nil)
         #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == key)
         #expect(try store.revokeAdminKey(id: key.id, at: Self.time + 1, audit: nil) == true)
         #expect(try store.revokeAdminKey(id: key.id, at: Self.time + 2, audit: nil) == false)
@@ -82,8 +82,39 @@ struct AdminKeyStoreTests {
         try store.insertAdminKey(key, audit: nil)
         let session = AdminSessionRecord(
             sessionHash: [UInt8](repeating: 8, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
-        try store.insertAdminSession(session, audit: nil)
+        try store.insertAdminSession(session, keepingLatest: 10, audit: nil)
         #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == nil)
+        withExtendedLifetime(location) {}
+    }
+
+    @Test(
+        "a key keeps its newest sessions only; a session's expiry moves forward, never back; sign-ins' audit rows go after 90 days",
+        arguments: StoreBackend.available)
+    func sessionBounds(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        let key = Self.key("admk_1", 1)
+        try store.insertAdminKey(key, audit: nil)
+        func session(_ byte: UInt8, at time: Int64) -> AdminSessionRecord {
+            AdminSessionRecord(sessionHash: [UInt8](repeating: byte, count: 32), keyID: key.id, createdAt: time, expiresAt: time + 1800)
+        }
+        for byte in UInt8(1)...3 {
+            #expect(try store.insertAdminSession(session(byte, at: Self.time + Int64(byte)), keepingLatest: 3, audit: nil) == 0)
+        }
+        let signIn = AuditNote<Int>(at: Self.time, actor: "k", action: .consoleSignIn, target: key.id, workspaceID: "ws_a") { _ in "" }
+        #expect(try store.insertAdminSession(session(4, at: Self.time + 4), keepingLatest: 3, audit: signIn) == 1)
+        #expect(try store.adminSessions(keyID: key.id, at: Self.time).map { $0.sessionHash[0] } == [4, 3, 2])
+        try store.extendAdminSession(hash: session(4, at: 0).sessionHash, to: Self.time + 4 + 3600)
+        try store.extendAdminSession(hash: session(4, at: 0).sessionHash, to: Self.time + 10)
+        #expect(try store.liveAdminSession(hash: session(4, at: 0).sessionHash, at: Self.time)?.session.expiresAt == Self.time + 4 + 3600)
+        #expect(try store.deleteAdminSessions(keyID: key.id, keeping: session(4, at: 0).sessionHash) == 2)
+        // The sign-in's row, and another action's, 90 days and a second later.
+        let create = AuditNote<Void>(at: Self.time, actor: "k", action: .adminKeyCreate, target: "admk_2", workspaceID: "ws_a") { _ in "" }
+        try store.insertAdminKey(Self.key("admk_2", 2), audit: create)
+        _ = try store.purgeExpired(at: Self.time + AuditQuery.signInRetention)
+        #expect(try store.auditPage(AuditQuery(workspaceID: nil)).entries.count == 2)
+        _ = try store.purgeExpired(at: Self.time + AuditQuery.signInRetention + 1)
+        #expect(try store.auditPage(AuditQuery(workspaceID: nil)).entries.map(\.entry.action) == [.adminKeyCreate])
         withExtendedLifetime(location) {}
     }
 
@@ -97,8 +128,8 @@ struct AdminKeyStoreTests {
             sessionHash: [UInt8](repeating: 3, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
         let second = AdminSessionRecord(
             sessionHash: [UInt8](repeating: 4, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 600)
-        try store.insertAdminSession(first, audit: nil)
-        try store.insertAdminSession(second, audit: nil)
+        try store.insertAdminSession(first, keepingLatest: 10, audit: nil)
+        try store.insertAdminSession(second, keepingLatest: 10, audit: nil)
         #expect(try store.adminSessionKey(hash: first.sessionHash, at: Self.time + 59) == key)
         #expect(try store.adminSessionKey(hash: first.sessionHash, at: Self.time + 60) == nil)
         _ = try store.purgeExpired(at: Self.time + 60)

@@ -176,8 +176,14 @@ def suspend_and_block(t, browser, attestd, tokens):
     browser.shot("devices.png")
 
     browser.driver.find_element(By.LINK_TEXT, "Overview").click()
+    edit_policy(t, browser)
     browser.wait(lambda d: d.find_element(By.ID, "suspend")).click()
+    said = browser.wait(lambda d: d.find_element(By.ID, "confirm") if d.find_element(By.ID, "confirm").is_displayed() else None).text
+    t.check("refused at once" in said and "Resume" in said, "Suspend asks first and says what it does to live apps", said)
+    browser.find("#confirm-ok").click()
     browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "suspended")
+    stopped = browser.wait(lambda d: d.find_element(By.ID, "stopped-by")).text
+    t.check("Olivia (owner)" in stopped, "the Overview says who suspended it and when", stopped)
     suspended = [authorize(attestd.port, token) for token in tokens]
     browser.wait(lambda d: d.find_element(By.ID, "resume")).click()
     browser.wait(lambda d: d.find_element(By.CSS_SELECTOR, ".heading .badge").text.lower() == "active")
@@ -192,6 +198,22 @@ def suspend_and_block(t, browser, attestd, tokens):
     browser.wait(lambda d: "blocked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")[0].text.lower())
     t.check(sum(authorize(attestd.port, token) == 200 for token in tokens) == 2, "Block blocks the device: its token is refused at once")
     find_device(t, browser, rows_key(browser)[0])
+
+
+def edit_policy(t, browser):
+    """The policy form refuses an out-of-range limit in place, then saves a valid one."""
+    field = browser.wait(lambda d: d.find_element(By.ID, "policy-tokens"))
+    field.clear()
+    field.send_keys("0")
+    browser.find("#policy-save").click()
+    error = browser.wait(lambda d: d.find_element(By.ID, "policy-tokens-error").text)
+    t.check("1 to 1000" in error, "the policy form refuses a live-token limit of 0 in place", error)
+    field = browser.find("#policy-tokens")
+    field.clear()
+    field.send_keys("5")
+    browser.find("#policy-save").click()
+    browser.wait(lambda d: "Live tokens per device\n5" in d.find_element(By.CSS_SELECTOR, "main dl").text)
+    t.check(True, "the policy form saves a live-token limit of 5, shown in the details")
 
 
 def rows_key(browser):
@@ -251,6 +273,11 @@ def audit_and_keys(t, browser, args):
             and "action=device.block" in browser.find("#audit-export-csv").get_attribute("href"),
             "Export CSV exports what the filters show")
     browser.shot("audit.png")
+    browser.driver.find_element(By.LINK_TEXT, "Your sessions").click()
+    browser.wait_heading("Your sessions")
+    rows = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "#sessions-table tbody tr"))
+    t.check(len(rows) == 1 and "this browser" in rows[0].text.lower(), "Your sessions lists this browser's session")
+    browser.shot("sessions.png")
     browser.driver.find_element(By.LINK_TEXT, "Admin keys").click()
     browser.wait_heading("Admin keys")
     offered = [o.get_attribute("value") for o in browser.driver.find_elements(By.CSS_SELECTOR, "#key-role option")]

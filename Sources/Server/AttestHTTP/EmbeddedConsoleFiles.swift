@@ -72,6 +72,7 @@ import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from 
 import { debugTokensScreen } from "./debugtokens.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
+import { sessionsScreen } from "./sessions.js";
 
 let session = null;
 
@@ -105,8 +106,9 @@ function signInScreen(message) {
       location.hash = "#/integrations";
       route();
     } catch (failure) {
-      error.textContent = failure instanceof APIError && failure.status === 401
-        ? "This key is not valid: it is unknown or has been revoked." : `Sign-in failed: ${failure.message}`;
+      if (failure instanceof APIError && failure.status === 401) error.textContent = "This key is not valid: it is unknown or has been revoked.";
+      else if (failure instanceof APIError && failure.status === 429) error.textContent = "Too many sign-ins: wait a minute, then try again.";
+      else error.textContent = `Sign-in failed: ${failure.message}`;
       key.focus();
     }
   });
@@ -147,6 +149,9 @@ async function route() {
     if (parts[0] === "audit") {
       markSection("audit");
       await auditScreen();
+    } else if (parts[0] === "sessions") {
+      markSection("sessions");
+      await sessionsScreen();
     } else if (parts[0] === "keys") {
       markSection("keys");
       await keysScreen(session);
@@ -373,6 +378,9 @@ dialog ul { padding-left: 20px; }
 .filter .help { margin: 4px 0 0; }
 .pager { display: flex; align-items: center; gap: 12px; justify-content: flex-end; margin-top: 12px; }
 .wrap { overflow-wrap: anywhere; }
+.field.checkbox { display: flex; align-items: center; gap: 8px; }
+.field.checkbox input { width: auto; }
+.field.checkbox label { margin: 0; }
 
 """#),
         ("debugtokens.js", "text/javascript; charset=utf-8", #"""
@@ -616,6 +624,7 @@ export function showSecretOnce(where, { notice, value, id, label, copyID, copied
     <a href="#/integrations" data-section="integrations">App integrations</a>
     <a href="#/audit" data-section="audit">Audit log</a>
     <a href="#/keys" data-section="keys" id="nav-keys" hidden>Admin keys</a>
+    <a href="#/sessions" data-section="sessions" id="nav-sessions">Your sessions</a>
   </nav>
   <main id="main" tabindex="-1">
     <p class="muted">Loading…</p>
@@ -717,7 +726,8 @@ export async function createScreen(session) {
     field("team_id", "Apple Developer Team ID", team, "10 characters, upper-case letters and digits, as in your Apple Developer account."),
     field("bundle_ids", "Bundle IDs", bundles, "One per line, 1 to 32, e.g. com.example.app."),
     field("environment", "App Attest environment", environment,
-      "Production accepts App Store and TestFlight builds; development also accepts builds from Xcode."),
+      "Production: App Store and TestFlight builds. Development: only development-signed builds (run from Xcode). "
+        + "Production and development: both."),
     failure,
     h("div", { class: "actions" }, h("a", { class: "button quiet", href: "#/integrations" }, "Cancel"), submit));
   form.addEventListener("submit", async (event) => {
@@ -806,12 +816,26 @@ export async function overviewScreen(session, clientID) {
     ["Live debug tokens", h("a", { href: `#/integrations/${encodeURIComponent(clientID)}/debug-tokens`, id: "live-debug-tokens" },
       String(liveDebugTokens))],
   ];
+  const stopped = await whoStopped(integration);
+  if (stopped) rows.splice(6, 0, [integration.status === "revoked" ? "Revoked" : "Suspended", stopped]);
   const details = h("dl", { class: "details" }, rows.map(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
   const actions = [];
   if (session.can_change && integration.status !== "revoked") {
+    actions.push(policyForm(session, integration));
     const suspended = integration.status === "suspended";
     const pause = h("button", { type: "button", class: "quiet", id: suspended ? "resume" : "suspend" }, suspended ? "Resume" : "Suspend");
     pause.addEventListener("click", guarded(async () => {
+      if (!suspended) {
+        const ok = await confirmDialog({
+          title: `Suspend ${integration.name}?`,
+          body: [h("ul", {},
+            h("li", {}, "Every live access token of this app is refused at once: its users' requests to your API fail."),
+            h("li", {}, "Its devices cannot get new tokens, and new devices cannot attest, until you resume it."),
+            h("li", {}, "Nothing is deleted: Resume lets the same tokens and devices through again."))],
+          action: "Suspend integration",
+        });
+        if (!ok) return;
+      }
       await api.post(path(clientID, suspended ? "/resume" : "/suspend"), {});
       toast(suspended ? "Resumed." : "Suspended: its tokens and devices are refused until resumed.");
       await overviewScreen(session, clientID);
@@ -824,6 +848,58 @@ export async function overviewScreen(session, clientID) {
       h("div", { class: "actions start" }, pause, revoke)));
   }
   show(integration.name, header(integration, "overview"), h("section", { class: "card" }, details), actions);
+}
+
+/** Who suspended or revoked the integration, and when (from the audit log); null when active. */
+async function whoStopped(integration) {
+  if (integration.status === "active") return null;
+  const action = integration.status === "revoked" ? "integration.revoke" : "integration.suspend";
+  const at = integration.status === "revoked" ? integration.revoked_at : integration.suspended_at;
+  const { entries } = await api.get(`/admin/v1/audit${query({ action, target: integration.client_id, limit: 1 })}`);
+  const entry = entries.find((e) => e.target === integration.client_id);
+  return h("span", { id: "stopped-by" }, entry ? `${when(entry.at)} by ${entry.actor}` : when(at));
+}
+
+/** The integration's policy, edited in place: each limit a whole number in its range, or empty for none. */
+function policyForm(session, integration) {
+  const current = integration.policy;
+  const receipt = h("input", { type: "checkbox", id: "policy-receipt", checked: current.require_valid_receipt });
+  const number = (id, value, min, max) => h("input", { type: "number", id, min, max, step: "1", inputmode: "numeric",
+    value: value ?? "", placeholder: "No limit", "aria-describedby": `${id}-help ${id}-error` });
+  const limits = [
+    ["policy-risk", "Highest risk metric accepted", "max_risk_metric", 0, 1_000_000,
+      "Apple's count of keys attested for the app on this device in 30 days; above it, refreshes are refused."],
+    ["policy-keys", "New keys per hour", "max_new_keys_per_hour", 1, 1_000_000, "Attestations of new keys, for the whole app."],
+    ["policy-tokens", "Live tokens per device", "max_live_tokens_per_device", 1, 1000, "A device's older tokens end when it gets more."],
+  ].map(([id, label, member, min, max, help]) => ({ id, label, member, min, max, help, input: number(id, current[member], min, max) }));
+  const save = h("button", { type: "submit", id: "policy-save" }, "Save policy");
+  const form = h("form", { class: "card", id: "policy-form", novalidate: true, "aria-labelledby": "policy-title" },
+    h("h2", { id: "policy-title" }, "Policy"),
+    h("div", { class: "field checkbox" }, receipt, h("label", { for: "policy-receipt" }, "Require a valid receipt")),
+    limits.map((l) => field(l.id, l.label, l.input, `${l.help} Empty: no limit.`)),
+    h("div", { class: "actions start" }, save));
+  form.addEventListener("submit", guarded(async (event) => {
+    event.preventDefault();
+    const body = { require_valid_receipt: receipt.checked };
+    let first = null;
+    for (const l of limits) {
+      const text = l.input.value.trim();
+      const value = text === "" ? null : Number(text);
+      const bad = value !== null && (!Number.isInteger(value) || value < l.min || value > l.max);
+      setError(l.id, bad ? `A whole number from ${l.min} to ${l.max}, or empty for no limit.` : "");
+      if (bad && !first) first = l.input;
+      body[l.member] = value;
+    }
+    if (first) {
+      first.focus();
+      return;
+    }
+    await api.post(path(integration.client_id, "/policy"), body);
+    toast("Policy saved.");
+    await overviewScreen(session, integration.client_id);
+    document.getElementById("policy-save")?.focus();
+  }));
+  return form;
 }
 
 async function revokeIntegration(session, clientID) {
@@ -1054,6 +1130,37 @@ export function query(fields) {
   const parts = Object.entries(fields).filter(([, value]) => value !== "" && value !== null && value !== undefined)
     .map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`);
   return parts.length === 0 ? "" : `?${parts.join("&")}`;
+}
+
+"""#),
+        ("sessions.js", "text/javascript; charset=utf-8", #"""
+// Your sessions: where the signed-in key is signed in, and a way to end every other session
+// (a lost laptop, a shared browser). Each ends by itself after its idle timeout or 8 hours.
+import { api } from "./api.js";
+import { h, show, when, toast } from "./dom.js";
+import { guarded } from "./integrations.js";
+
+export async function sessionsScreen() {
+  const { sessions, idle_timeout_seconds: idle, maximum_sessions: maximum } = await api.get("/console/sessions");
+  const others = sessions.filter((s) => !s.current).length;
+  const end = h("button", { type: "button", class: "danger", id: "end-other-sessions", disabled: others === 0 }, "Sign out everywhere else");
+  end.addEventListener("click", guarded(async () => {
+    const result = await api.post("/console/sessions/end-others", {});
+    toast(`Ended ${result.ended} other session${result.ended === 1 ? "" : "s"}.`);
+    await sessionsScreen();
+    document.getElementById("end-other-sessions").focus();
+  }));
+  const table = h("table", { id: "sessions-table" },
+    h("caption", { class: "visually-hidden" }, "Your sessions, newest first"),
+    h("thead", {}, h("tr", {}, ["Signed in", "Ends at the latest", ""].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, sessions.map((s) => h("tr", { "data-session": s.id },
+      h("td", {}, when(s.created_at)), h("td", {}, when(s.expires_at)),
+      h("td", {}, s.current ? h("span", { class: "badge badge-active" }, "This browser") : "")))));
+  show("Your sessions",
+    h("div", { class: "heading" }, h("h1", {}, "Your sessions"), end),
+    h("p", { class: "muted" }, `Sessions of this admin key. Each ends after ${Math.round(idle / 60)} minutes unused or 8 hours after `
+      + `sign-in; a key holds at most ${maximum}, and a new sign-in ends the oldest beyond that.`),
+    table);
 }
 
 """#),

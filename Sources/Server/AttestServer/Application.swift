@@ -185,7 +185,9 @@ package final class Application: Sendable {
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         settings.trustedRoots = Self.trustedRoots(verifier.anchors)
         settings.offloadThreads = configuration.storeThreads
-        let workspaceAdmin = WorkspaceAdmin(store: store, clock: clock, logger: logger)
+        let workspaceAdmin = WorkspaceAdmin(
+            store: store, clock: clock, logger: logger, sessions: ConsoleSessionPolicy(idleSeconds: Int64(configuration.consoleIdleSeconds))
+        )
         let listener = ListenerGauges()
         self.listener = listener
         self.workspaceAdmin = workspaceAdmin

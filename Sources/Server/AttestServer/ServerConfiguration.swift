@@ -55,6 +55,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var requestDeadlineSeconds = 10
     /// Seconds between purges of expired challenges and tokens.
     package var purgeIntervalSeconds = 60
+    /// A console session unused this long ends (within its 8 hours).
+    package var consoleIdleSeconds = 1800
     /// How long a request waits for another writer (attestctl, a backup) before answering 503.
     package var busyTimeoutMilliseconds = 2000
     package var attestPerIntegration = ServicePolicy().attestPerIntegration
@@ -177,6 +179,10 @@ package struct ServerConfiguration: Sendable, Equatable {
             "purge-interval", environment: "ATTESTD_PURGE_INTERVAL", value: "SECONDS",
             help: "delete expired challenges and tokens this often (default 60)", in: 1...86_400, unit: " seconds",
             \.purgeIntervalSeconds),
+        whole(
+            "console-idle-timeout", environment: "ATTESTD_CONSOLE_IDLE_TIMEOUT", value: "SECONDS",
+            help: "end a console session unused this long (default 1800; at most 28800, the session's 8 hours)", in: 60...28_800,
+            unit: " seconds", \.consoleIdleSeconds),
         Setting(
             "connections-per-address", environment: "ATTESTD_CONNECTIONS_PER_ADDRESS", value: "N",
             help: "open connections allowed from one client address, of 4096 in all (default 32; 0 = no cap; raise it behind a proxy)"

@@ -33,3 +33,5 @@ package typealias AuditListEntry = AttestStorage.AuditListEntry
 package typealias AuditPage = AttestStorage.AuditPage
 /// An audited action (`AttestStorage.AuditAction`).
 package typealias AuditAction = AttestStorage.AuditAction
+/// A console session's stored row, never its secret (`AttestStorage.AdminSessionRecord`).
+package typealias AdminSessionRecord = AttestStorage.AdminSessionRecord

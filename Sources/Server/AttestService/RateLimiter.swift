@@ -17,8 +17,10 @@ package struct RateLimit: Sendable, Hashable {
 package enum RateLimitKey: Sendable, Hashable {
     /// Challenges issued for an integration.
     case challenges(clientID: String)
-    /// Challenges and attestations from one client address.
+    /// Challenges and attestations from one client address (console sign-ins: their own limiter).
     case address(String)
+    /// Console sign-ins with one admin key (only an existing key's ID reaches the limiter).
+    case signIns(keyID: String)
 }
 
 /// What a bucket shared by every node (kept in the store) counts.

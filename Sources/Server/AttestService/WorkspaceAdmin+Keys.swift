@@ -118,30 +118,62 @@ extension WorkspaceAdmin {
         return AdminPrincipal(record)
     }
 
-    /// Exchanges a key for a console session (audited as the key's sign-in).
-    package func signIn(key: String) throws(ServiceError) -> AdminSession {
-        let principal = try authenticate(key: key)
-        let secret = Base64Text.encode(try random.bytesOrFail(32), .url)
+    /// Exchanges a key for a console session (audited as the key's sign-in). Limited per client
+    /// address before the key is even looked up (guessing is slowed), then per key; past either,
+    /// `rate_limited` with the seconds to wait. A key's sessions beyond `sessions.maximumPerKey`
+    /// end, oldest first.
+    package func signIn(key: String, address: String = "") throws(ServiceError) -> AdminSession {
         let now = clock.now()
+        if let wait = signIns.take(.address(address), limit: sessions.signInsPerAddress, now: clock.preciseNow()) {
+            throw ServiceError.rateLimited(retryAfter: wait)
+        }
+        let principal = try authenticate(key: key)
+        if let wait = signIns.take(.signIns(keyID: principal.keyID), limit: sessions.signInsPerKey, now: clock.preciseNow()) {
+            throw ServiceError.rateLimited(retryAfter: wait)
+        }
+        let secret = Base64Text.encode(try random.bytesOrFail(32), .url)
         let record = AdminSessionRecord(
-            sessionHash: Digest.sha256(Array(secret.utf8)), keyID: principal.keyID, createdAt: now, expiresAt: now + Self.sessionSeconds)
-        let audit = AuditNote<Void>(
+            sessionHash: Digest.sha256(Array(secret.utf8)), keyID: principal.keyID, createdAt: now,
+            expiresAt: sessions.expiry(createdAt: now, now: now))
+        let audit = AuditNote<Int>(
             at: now, actor: principal.actor, action: .consoleSignIn, target: principal.keyID, workspaceID: principal.workspaceID
-        ) { _ in "session until \(record.expiresAt)" }
-        try stored { () throws(StorageError) in try store.insertAdminSession(record, audit: audit) }
+        ) { ended in "session until \(record.expiresAt)" + (ended > 0 ? ", \(ended) older sessions ended" : "") }
+        _ = try stored { () throws(StorageError) in
+            try store.insertAdminSession(record, keepingLatest: sessions.maximumPerKey, audit: audit)
+        }
         return AdminSession(principal: principal, secret: secret, expiresAt: record.expiresAt)
     }
 
     /// The principal of a session cookie's value while the session is live and its key unrevoked.
+    /// A use renews the idle timeout (written at most once a minute).
     package func session(_ secret: String) throws(ServiceError) -> AdminPrincipal {
         guard secret.utf8.count == 43 else { throw ServiceError.adminUnauthenticated }
         let now = clock.now()
-        guard
-            let record = try stored({ () throws(StorageError) in
-                try store.adminSessionKey(hash: Digest.sha256(Array(secret.utf8)), at: now)
-            })
-        else { throw ServiceError.adminUnauthenticated }
-        return AdminPrincipal(record)
+        let hash = Digest.sha256(Array(secret.utf8))
+        guard let live = try stored({ () throws(StorageError) in try store.liveAdminSession(hash: hash, at: now) }) else {
+            throw ServiceError.adminUnauthenticated
+        }
+        let renewed = sessions.expiry(createdAt: live.session.createdAt, now: now)
+        if renewed - live.session.expiresAt >= 60 {
+            try stored { () throws(StorageError) in try store.extendAdminSession(hash: hash, to: renewed) }
+        }
+        return AdminPrincipal(live.key)
+    }
+
+    /// The live sessions of the principal's key, newest first, and which is `current`.
+    package func sessions(_ principal: AdminPrincipal, current secret: String) throws(ServiceError) -> [(AdminSessionRecord, current: Bool)]
+    {
+        let hash = Digest.sha256(Array(secret.utf8))
+        let records = try stored { () throws(StorageError) in try store.adminSessions(keyID: principal.keyID, at: clock.now()) }
+        return records.map { ($0, current: $0.sessionHash == hash) }
+    }
+
+    /// Ends every other session of the principal's key (a lost laptop, a shared browser); how many.
+    package func endOtherSessions(_ principal: AdminPrincipal, current secret: String) throws(ServiceError) -> Int {
+        let hash = Digest.sha256(Array(secret.utf8))
+        let ended = try stored { () throws(StorageError) in try store.deleteAdminSessions(keyID: principal.keyID, keeping: hash) }
+        logger?.log(.warning, "console sessions ended", ["actor": .string(principal.actor), "sessions": .int(ended)])
+        return ended
     }
 
     /// Ends a session server-side (sign-out): the cookie's value is dead from now on.

@@ -26,6 +26,33 @@ package struct AdminPrincipal: Sendable, Equatable {
     }
 }
 
+/// What bounds console sessions (review L3, L4).
+package struct ConsoleSessionPolicy: Sendable, Hashable {
+    /// A session unused this long ends (30 minutes unless configured), within its 8 hours.
+    package var idleSeconds: Int64
+    /// Live sessions one key holds at most: a new sign-in ends the oldest beyond it.
+    package var maximumPerKey: Int
+    /// Sign-ins per key, and per client address, on each node (429 with Retry-After past them).
+    package var signInsPerKey: RateLimit
+    package var signInsPerAddress: RateLimit
+
+    package init(
+        idleSeconds: Int64 = 1800, maximumPerKey: Int = 10, signInsPerKey: RateLimit = RateLimit(perSecond: 10.0 / 60, burst: 10),
+        signInsPerAddress: RateLimit = RateLimit(perSecond: 30.0 / 60, burst: 30)
+    ) {
+        self.idleSeconds = idleSeconds
+        self.maximumPerKey = maximumPerKey
+        self.signInsPerKey = signInsPerKey
+        self.signInsPerAddress = signInsPerAddress
+    }
+
+    /// When a session used at `now`, begun at `createdAt`, expires: idle timeout from now, within
+    /// the absolute limit.
+    package func expiry(createdAt: Int64, now: Int64) -> Int64 {
+        min(createdAt + WorkspaceAdmin.sessionSeconds, now + idleSeconds)
+    }
+}
+
 /// The workspace admins' use cases (the admin API and the console), scoped to one workspace: each
 /// call takes the authenticated principal, checks its role, checks that the target belongs to
 /// its workspace, and makes the change through `IntegrationAdmin`, whose audit row (actor: the
@@ -48,16 +75,22 @@ package struct WorkspaceAdmin: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
+    /// The console sessions' idle timeout, number per key and sign-in rates.
+    package let sessions: ConsoleSessionPolicy
+    /// This node's sign-in buckets (per key and per address).
+    let signIns: RateLimiter
 
     package init(
         store: any AdminStore & AdminKeyStore & DebugTokenStore, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(),
-        logger: Logger? = nil
+        logger: Logger? = nil, sessions: ConsoleSessionPolicy = ConsoleSessionPolicy()
     ) {
         self.store = store
         self.clock = clock
         self.random = random
         self.logger = logger
+        self.sessions = sessions
+        signIns = RateLimiter(maximumAddresses: 10_000)
     }
 
     /// The integration use cases acting as `principal`, auditing in its workspace under its name.

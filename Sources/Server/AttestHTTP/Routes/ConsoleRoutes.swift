@@ -16,6 +16,8 @@ struct ConsoleRoutes: Sendable {
         group.on("POST", "/console/session", name: "console_sign_in", signIn)
         group.on("GET", "/console/session", name: "console_session", session)
         group.on("POST", "/console/sign-out", name: "console_sign_out", signOut)
+        group.on("GET", "/console/sessions", name: "console_sessions", sessions)
+        group.on("POST", "/console/sessions/end-others", name: "console_sessions_end", endOthers)
         // Last: the first matching pattern answers, and this one matches every path below /console/.
         group.on("GET", "/console/{file...}", name: "console_file", quiet: true, file)
     }
@@ -37,7 +39,7 @@ struct ConsoleRoutes: Sendable {
         guard case .string(let key)? = body.members["key"] else { throw Problem.malformed(.missing(.key), "key is required") }
         let session: AdminSession
         do {
-            session = try admin.signIn(key: key)
+            session = try admin.signIn(key: key, address: context.client)
         } catch  where error.code == .adminUnauthenticated {
             throw Problem(.service(.adminUnauthenticated), .service(.adminCredential), "this admin key is not valid (unknown or revoked)")
         } catch {
@@ -78,6 +80,50 @@ struct ConsoleRoutes: Sendable {
         }
         try admin.signOut(secret)
         return JSONBody.response([("signed_out", true)], headers: [clear])
+    }
+
+    /// The signed-in key's live sessions, newest first: when each began and ends, and which is
+    /// this one (`id`: a prefix of the session's hash, never the cookie's value).
+    private func sessions(_ context: inout RequestContext) throws -> HTTPResponse {
+        let (principal, secret) = try signedIn(context)
+        let list = try admin.sessions(principal, current: secret)
+        return JSONBody.response([
+            (
+                "sessions",
+                JSONValue.array(
+                    list.map { record, current in
+                        JSONValue.object([
+                            ("id", String(Hex.encode(record.sessionHash).prefix(16))), ("created_at", record.createdAt),
+                            ("expires_at", record.expiresAt), ("current", current),
+                        ])
+                    })
+            ),
+            ("idle_timeout_seconds", admin.sessions.idleSeconds), ("maximum_sessions", admin.sessions.maximumPerKey),
+        ])
+    }
+
+    /// Ends the key's other sessions (needs the CSRF token, as every change does).
+    private func endOthers(_ context: inout RequestContext) throws -> HTTPResponse {
+        let (principal, secret) = try signedIn(context)
+        guard let presented = context.request.header("X-CSRF-Token"), WorkspaceAdmin.acceptsCSRF(presented, session: secret) else {
+            throw Problem(.forbidden, .csrf, "ending sessions needs the session's X-CSRF-Token")
+        }
+        context.log.actor = principal.actor
+        return JSONBody.response([("ended", try admin.endOtherSessions(principal, current: secret))])
+    }
+
+    /// The principal and cookie value of a live session; 401 without one.
+    private func signedIn(_ context: RequestContext) throws(Problem) -> (AdminPrincipal, String) {
+        guard let secret = ConsoleCookie.session(context.request) else {
+            throw Problem(.service(.adminUnauthenticated), .service(.adminCredential), "sign in first")
+        }
+        do {
+            return (try admin.session(secret), secret)
+        } catch  where error.code == .adminUnauthenticated {
+            throw Problem(.service(.adminUnauthenticated), .service(.adminCredential), "this session has ended; sign in again")
+        } catch {
+            throw Problem(error)
+        }
     }
 
     private static func members(_ principal: AdminPrincipal, secret: String, expiresAt: Int64?) -> [(String, any Sendable)] {

@@ -83,6 +83,19 @@ extension AdminSessionRecord: StoredRecord {
     }
 }
 
+/// A live session and the key behind it, as one read finds them.
+package struct LiveAdminSession: Sendable, Equatable, DecodableRecord {
+    package var key: AdminKeyRecord
+    package var session: AdminSessionRecord
+
+    package static let columns = AdminKeyRecord.columns.map { "k." + $0 } + AdminSessionRecord.columns.map { "s." + $0 }
+
+    package init(row: inout SQLRowReader) throws(StorageError) {
+        key = try AdminKeyRecord(row: &row)
+        session = try AdminSessionRecord(row: &row)
+    }
+}
+
 /// How many devices and live tokens an integration has (the console's list).
 package struct IntegrationCounts: Sendable, Equatable {
     package var devices: Int

@@ -92,6 +92,9 @@ package struct AuditQuery: Sendable, Hashable {
     /// The most rows a page may ask for (an export asks for up to `maximumExport`).
     package static let maximumLimit = 1_000
     package static let maximumExport = 10_000
+    /// How long the audit rows of console sign-ins are kept (90 days) before the purge deletes
+    /// them: sign-ins are counted, not kept for ever (every other action's row is).
+    package static let signInRetention: Int64 = 90 * 86_400
 
     /// The workspace whose rows (nil: every row, for the operator).
     package var workspaceID: String?

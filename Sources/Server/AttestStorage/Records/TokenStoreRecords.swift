@@ -341,6 +341,12 @@ package struct AuditNote<Outcome>: Sendable {
         self.workspaceID = workspaceID
     }
 
+    /// This note, in `workspaceID` unless it names a workspace already: attestctl's and the
+    /// gateway's changes to a workspace's device or token are shown to that workspace's admins.
+    package func inWorkspace(_ workspaceID: String?) -> AuditNote {
+        AuditNote(at: at, actor: actor, action: action, target: target, workspaceID: self.workspaceID ?? workspaceID, detail: detail)
+    }
+
     /// The entry for `outcome`, or nil when it records none.
     package func entry(for outcome: Outcome) -> AuditEntry? {
         detail(outcome).map { AuditEntry(at: at, actor: actor, action: action, target: target, detail: $0, workspaceID: workspaceID) }

@@ -45,16 +45,40 @@ extension SQLTokenStore {
         }
     }
 
-    package func insertAdminSession(_ record: AdminSessionRecord, audit: AuditNote<Void>?) throws(StorageError) {
-        try perform(.transaction) { session throws(StorageError) in
+    @discardableResult
+    package func insertAdminSession(
+        _ record: AdminSessionRecord, keepingLatest: Int, audit: AuditNote<Int>?
+    ) throws(StorageError) -> Int {
+        try perform(.transaction) { session throws(StorageError) -> Int in
             try session.run(AdminKeySQL.insertSession, record.storedValues)
-            try Self.audit(audit, (), in: session)
+            let ended = try session.run(
+                AdminKeySQL.endOldestSessions, [.text(record.keyID), .blob(record.sessionHash), .integer(Int64(max(0, keepingLatest - 1)))])
+            try Self.audit(audit, ended, in: session)
+            return ended
         }
     }
 
-    package func adminSessionKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord? {
+    package func liveAdminSession(hash: [UInt8], at time: Int64) throws(StorageError) -> LiveAdminSession? {
         try perform(.read) { session throws(StorageError) in
-            try session.record(AdminKeyRecord.self, AdminKeySQL.keyOfLiveSession, [.blob(hash), .integer(time)])
+            try session.record(LiveAdminSession.self, AdminKeySQL.liveSession, [.blob(hash), .integer(time)])
+        }
+    }
+
+    package func extendAdminSession(hash: [UInt8], to expiresAt: Int64) throws(StorageError) {
+        try perform(.statement) { session throws(StorageError) in
+            try session.run(AdminKeySQL.extendSession, [.integer(expiresAt), .blob(hash), .integer(expiresAt)])
+        }
+    }
+
+    package func adminSessions(keyID: String, at time: Int64) throws(StorageError) -> [AdminSessionRecord] {
+        try perform(.read) { session throws(StorageError) in
+            try session.records(AdminSessionRecord.self, AdminKeySQL.sessionsOfKey, [.text(keyID), .integer(time)])
+        }
+    }
+
+    package func deleteAdminSessions(keyID: String, keeping: [UInt8]) throws(StorageError) -> Int {
+        try perform(.statement) { session throws(StorageError) in
+            try session.run(AdminKeySQL.deleteOtherSessions, [.text(keyID), .blob(keeping)])
         }
     }
 
@@ -158,12 +182,27 @@ enum AdminKeySQL {
     static let insertSession = SQLStatement(SQLText.insert(into: "admin_sessions", AdminSessionRecord.columns))
     /// The session's key, only while the session is unexpired and the key unrevoked: both are
     /// read on every request, so a sign-out or a key's revocation ends the session at once.
-    static let keyOfLiveSession = SQLStatement(
+    static let liveSession = SQLStatement(
         """
-        SELECT \(SQLText.list(AdminKeyRecord.columns, alias: "k"))
+        SELECT \(SQLText.list(LiveAdminSession.columns))
         FROM admin_sessions s JOIN admin_keys k ON k.id = s.key_id
         WHERE s.session_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL
         """)
+    /// The key's sessions other than `?2`, all but the newest `?3` of them.
+    static let endOldestSessions = SQLStatement(
+        """
+        DELETE FROM admin_sessions WHERE key_id = ?1 AND session_hash <> ?2 AND session_hash NOT IN (
+            SELECT session_hash FROM admin_sessions WHERE key_id = ?1 AND session_hash <> ?2
+            ORDER BY created_at DESC, expires_at DESC, session_hash LIMIT ?3)
+        """)
+    /// Never moves an expiry back, nor revives an expired session.
+    static let extendSession = SQLStatement("UPDATE admin_sessions SET expires_at = ? WHERE session_hash = ? AND expires_at < ?")
+    static let sessionsOfKey = SQLStatement(
+        "SELECT \(SQLText.list(AdminSessionRecord.columns)) FROM admin_sessions WHERE key_id = ? AND expires_at > ? ORDER BY created_at DESC"
+    )
+    static let deleteOtherSessions = SQLStatement("DELETE FROM admin_sessions WHERE key_id = ? AND session_hash <> ?")
+    /// Sign-ins' audit rows past their retention (`AuditQuery.signInRetention`).
+    static let purgeSignIns = SQLStatement("DELETE FROM audit_log WHERE action = 'console.sign-in' AND at < ?")
     static let deleteSession = SQLStatement("DELETE FROM admin_sessions WHERE session_hash = ?")
     static let purgeSessions = SQLStatement("DELETE FROM admin_sessions WHERE expires_at <= ?")
     static let integrationsOfWorkspace = IntegrationRecord.select("WHERE workspace_id = ? ORDER BY \(SharedSQL.integrationsByIssue)")

@@ -68,6 +68,7 @@ extension SQLTokenStore {
         }
         try perform(.transaction) { session throws(StorageError) in
             try session.run(AdminKeySQL.purgeSessions, [.integer(time)])
+            try session.run(AdminKeySQL.purgeSignIns, [.integer(time - AuditQuery.signInRetention)])
             // A bucket untouched for a day is full again: forgetting it changes nothing.
             try session.run(UpkeepSQL.purgeBuckets, [.real(Double(time) - 86_400)])
         }

@@ -126,11 +126,19 @@ package protocol AdminKeyStore: Sendable {
     /// Revokes a key and ends its sessions in one transaction: nil when unknown, false when it was
     /// revoked already.
     func revokeAdminKey(id: String, at time: Int64, audit: AuditNote<Bool>?) throws(StorageError) -> Bool?
-    /// Stores a new console session (and the sign-in's audit row).
-    func insertAdminSession(_ session: AdminSessionRecord, audit: AuditNote<Void>?) throws(StorageError)
-    /// The key of the session with this hash while the session is unexpired at `time` and the key
-    /// is not revoked.
-    func adminSessionKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord?
+    /// Stores a new console session (and the sign-in's audit row), and ends the key's oldest
+    /// sessions beyond `keepingLatest` (the new one counted); how many it ended.
+    @discardableResult
+    func insertAdminSession(_ session: AdminSessionRecord, keepingLatest: Int, audit: AuditNote<Int>?) throws(StorageError) -> Int
+    /// The session with this hash and its key, while the session is unexpired at `time` and the
+    /// key is not revoked.
+    func liveAdminSession(hash: [UInt8], at time: Int64) throws(StorageError) -> LiveAdminSession?
+    /// Moves a live session's expiry to `expiresAt` (its idle timeout, renewed by use).
+    func extendAdminSession(hash: [UInt8], to expiresAt: Int64) throws(StorageError)
+    /// The key's sessions unexpired at `time`, newest first.
+    func adminSessions(keyID: String, at time: Int64) throws(StorageError) -> [AdminSessionRecord]
+    /// Ends every session of the key but the one with hash `keeping`; how many it ended.
+    func deleteAdminSessions(keyID: String, keeping: [UInt8]) throws(StorageError) -> Int
     /// Ends a session (sign-out); true when it existed.
     func deleteAdminSession(hash: [UInt8]) throws(StorageError) -> Bool
     /// One workspace's integrations, oldest first.
@@ -221,5 +229,12 @@ extension DeviceStore where Self: ChallengeStore {
     package func refreshInputs(clientID: String, challengeID: [UInt8], keyID: [UInt8]) throws(StorageError) -> RefreshInputs {
         RefreshInputs(
             integration: try integration(clientID: clientID), challenge: try challenge(id: challengeID), device: try device(keyID: keyID))
+    }
+}
+
+extension AdminKeyStore {
+    /// The key of a live session (`liveAdminSession` without the session's times).
+    package func adminSessionKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord? {
+        try liveAdminSession(hash: hash, at: time)?.key
     }
 }
