@@ -1,5 +1,5 @@
 // The console: sign-in, the header, and the router from the location's hash to a screen.
-import { currentSession, signIn, signOut, APIError } from "./api.js";
+import { currentSession, signIn, signOut, APIError, SessionChanged } from "./api.js";
 import { h, show, toast } from "./dom.js";
 import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
 import { debugTokensScreen } from "./debugtokens.js";
@@ -9,7 +9,8 @@ import { sessionsScreen } from "./sessions.js";
 
 let session = null;
 
-function signInScreen(message) {
+/** Signs in again after a session ended, then returns to `returnTo` (a location hash). */
+function signInScreen(message, returnTo) {
   const error = h("p", { class: "error", id: "sign-in-error", role: "alert" }, message || "");
   const key = h("input", {
     id: "admin-key", name: "key", type: "password", autocomplete: "off", spellcheck: "false", required: true,
@@ -36,8 +37,9 @@ function signInScreen(message) {
       session = await signIn(key.value.trim());
       key.value = "";
       chrome();
-      location.hash = "#/integrations";
-      route();
+      const back = returnTo && returnTo !== "#/" ? returnTo : "#/integrations";
+      if (location.hash === back) route();
+      else location.hash = back;
     } catch (failure) {
       if (failure instanceof APIError && failure.status === 401) error.textContent = "This key is not valid: it is unknown or has been revoked.";
       else if (failure instanceof APIError && failure.status === 429) error.textContent = "Too many sign-ins: wait a minute, then try again.";
@@ -106,9 +108,11 @@ async function route() {
     }
   } catch (failure) {
     if (failure instanceof APIError && failure.status === 401) {
-      session = null;
-      chrome();
-      signInScreen("Your session has ended. Sign in again.");
+      sessionEnded("Your session has ended. Sign in again to return to this page.");
+      return;
+    }
+    if (failure instanceof SessionChanged) {
+      sessionChanged();
       return;
     }
     show("Error", h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, failure.message),
@@ -125,6 +129,27 @@ document.getElementById("sign-out").addEventListener("click", async () => {
   route();
 });
 
+/** The session ended (idle, 8 hours, signed out elsewhere, key revoked): sign in again, then back here. */
+function sessionEnded(message) {
+  session = null;
+  chrome();
+  signInScreen(message, location.hash);
+}
+
+/** Another tab signed in with another key: this page shows nothing of it, and says so. */
+function sessionChanged() {
+  const reload = h("button", { type: "button", id: "reload-session" }, "Continue as the other key");
+  reload.addEventListener("click", () => location.reload());
+  show("Signed in elsewhere", h("h1", {}, "You signed in with another key"),
+    h("p", { role: "alert", id: "session-changed" }, "This browser is now signed in with another admin key, in another tab or window. "
+      + "Nothing was done here, and nothing of the other key's workspace is shown under this one's name."),
+    h("div", { class: "actions start" }, reload));
+}
+
+window.addEventListener("attestd:session-lost", (event) => {
+  if (event.detail.changed) sessionChanged();
+  else sessionEnded("Your session has ended, so that was not done. Sign in again to return to this page and try it again.");
+});
 window.addEventListener("hashchange", route);
 session = await currentSession();
 chrome();

@@ -3,6 +3,7 @@
 import { api } from "./api.js";
 import { h, show, when } from "./dom.js";
 import { pager, query } from "./pages.js";
+import { guarded } from "./guard.js";
 
 const kinds = [
   ["changes", "Changes (not sign-ins)"], ["", "Everything"], ["sign-ins", "Sign-ins"],
@@ -60,10 +61,10 @@ export async function auditScreen() {
     exportJSON.href = `/admin/v1/audit/export${query({ ...filters(), format: "jsonl" })}`;
     await pages.reload();
   };
-  form.addEventListener("submit", async (event) => {
+  form.addEventListener("submit", guarded(async (event) => {
     event.preventDefault();
     await refresh();
-  });
+  }));
   show("Audit log",
     h("div", { class: "heading" }, h("h1", {}, "Audit log"), h("div", { class: "actions" }, exportCSV, exportJSON)),
     h("p", { class: "muted" }, "Every change made in this workspace, newest first, with the admin key behind it. "

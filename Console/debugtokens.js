@@ -3,7 +3,8 @@
 // revoke them (every access token a debug token minted stops working at once); anyone reads the list.
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
-import { header, path, guarded } from "./integrations.js";
+import { header, path } from "./integrations.js";
+import { guarded, sessionLost } from "./guard.js";
 
 const lifetimes = [["1 day", 86400], ["7 days", 7 * 86400], ["30 days", 30 * 86400], ["90 days", 90 * 86400]];
 
@@ -44,7 +45,7 @@ function createForm(session, clientID) {
         value: made.secret, id: "new-debug-token", label: "The new debug token", copyID: "copy-debug-token", copied: "Debug token copied.",
       });
     } catch (failure) {
-      if (failure instanceof APIError && failure.status === 401) location.reload();
+      if (sessionLost(failure)) return;
       else error.textContent = failure.message;
     }
   });

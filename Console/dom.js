@@ -17,10 +17,24 @@ export function h(tag, attributes = {}, ...children) {
   return element;
 }
 
+/**
+ * Gives each cell of the tables in `root` its column's name (`data-label`), which a narrow screen
+ * shows beside the value when the table's rows become cards (console.css).
+ */
+export function labelTables(root) {
+  for (const table of root.querySelectorAll("table")) {
+    const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, index) => { if (names[index]) cell.setAttribute("data-label", names[index]); });
+    }
+  }
+}
+
 /** Replaces `main`'s content with `children`, titles the page and moves focus to its heading. */
 export function show(title, ...children) {
   const main = document.getElementById("main");
   main.replaceChildren(...children.flat(Infinity));
+  labelTables(main);
   document.title = `${title} · attestd Console`;
   const heading = main.querySelector("h1");
   if (heading) {

@@ -1,26 +1,17 @@
 // App integrations: the list, Create app integration, an integration's Overview (with Revoke)
 // and its Devices (its Debug tokens: debugtokens.js).
 import { api, APIError } from "./api.js";
+import { guarded, sessionLost } from "./guard.js";
 import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
 import { pager, query } from "./pages.js";
+
+export { guarded, sessionLost } from "./guard.js";
 
 const teamPattern = /^[A-Z0-9]{10}$/;
 const bundlePattern = /^[A-Za-z0-9.-]{1,155}$/;
 const environments = { production: "Production", development: "Development", both: "Production and development" };
 
 export const path = (clientID, rest = "") => `/admin/v1/integrations/${encodeURIComponent(clientID)}${rest}`;
-
-/** A click handler whose failure is told, not lost: a refusal's message, or a reload to sign-in once the session is gone. */
-export function guarded(handler) {
-  return async (event) => {
-    try {
-      await handler(event);
-    } catch (error) {
-      if (error instanceof APIError && error.status === 401) location.reload();
-      else toast(error.message);
-    }
-  };
-}
 
 export async function integrationsScreen(session) {
   const { integrations } = await api.get("/admin/v1/integrations");
@@ -102,6 +93,7 @@ export async function createScreen(session) {
       location.hash = `#/integrations/${encodeURIComponent(created.client_id)}`;
     } catch (error) {
       submit.disabled = false;
+      if (sessionLost(error)) return;
       const fieldOf = { team_id: "team_id", bundle_id: "bundle_ids", bundle_id_count: "bundle_ids", bundle_id_duplicate: "bundle_ids", name: "name" };
       if (error instanceof APIError && fieldOf[error.reason]) {
         setError(fieldOf[error.reason], error.message);

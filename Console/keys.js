@@ -1,6 +1,7 @@
 // Admin keys (owners): the workspace's keys, a new key shown once, revocation.
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
+import { sessionLost } from "./guard.js";
 
 const roles = ["user", "developer", "admin", "owner", "primary_owner"];
 const label = (role) => role.replace("_", " ");
@@ -67,7 +68,7 @@ export async function keysScreen(session) {
         toast(`Revoked ${k.name}'s key.`);
         await keysScreen(session);
       } catch (failure) {
-        if (failure instanceof APIError && failure.status === 401) location.reload();
+        if (sessionLost(failure)) return;
         else toast(failure.message);
       }
     });

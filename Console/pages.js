@@ -1,6 +1,7 @@
 // A listing a page at a time: the API answers a bounded page and a next_cursor; the console
 // keeps the cursors of the pages before, so Newer goes back and Older goes on.
-import { h } from "./dom.js";
+import { h, labelTables } from "./dom.js";
+import { guarded } from "./guard.js";
 
 /**
  * A pager over `load(cursor)` (which answers `{ rows, next }`): `render(rows)` draws one page
@@ -21,22 +22,23 @@ export function pager({ load, render, label }) {
     current = cursor;
     next = page.next;
     region.replaceChildren(render(page.rows));
+    labelTables(region);
     newer.disabled = before.length === 0;
     older.disabled = !next;
     position.textContent = `${label}, page ${before.length + 1}`;
   }
 
-  newer.addEventListener("click", async () => {
+  newer.addEventListener("click", guarded(async () => {
     const cursor = before.pop();
     await draw(cursor === undefined ? null : cursor);
     newer.disabled ? older.focus() : newer.focus();
-  });
-  older.addEventListener("click", async () => {
+  }));
+  older.addEventListener("click", guarded(async () => {
     if (!next) return;
     before.push(current);
     await draw(next);
     older.disabled ? newer.focus() : older.focus();
-  });
+  }));
 
   const element = h("div", {}, region, h("div", { class: "pager" }, newer, position, older));
   return {

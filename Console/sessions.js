@@ -2,7 +2,7 @@
 // (a lost laptop, a shared browser). Each ends by itself after its idle timeout or 8 hours.
 import { api } from "./api.js";
 import { h, show, when, toast } from "./dom.js";
-import { guarded } from "./integrations.js";
+import { guarded } from "./guard.js";
 
 export async function sessionsScreen() {
   const { sessions, idle_timeout_seconds: idle, maximum_sessions: maximum } = await api.get("/console/sessions");

@@ -172,6 +172,17 @@ struct AdminListingTests {
         }
     }
 
+    @Test("every authenticated admin answer names the key it was made for (the console shows no other key's answer)")
+    func keyIDHeader() async throws {
+        try await offThePool {
+            let world = try AdminWorld()
+            let key = try world.key(.user, name: "Header")
+            let id = try #require(try world.world.app.store.adminKeys(workspaceID: W.workspace).first { $0.name == "Header" }).id
+            #expect(W.header(world.call("GET", "/admin/v1/integrations", key: key), "Attestd-Key-Id") == id)
+            #expect(W.header(world.call("GET", "/admin/v1/integrations"), "Attestd-Key-Id") == nil)
+        }
+    }
+
     @Test("CSV fields: quoted when they hold a comma, quote or line break; a leading =, +, - or @ defused")
     func csvFields() {
         #expect(AuditExport.csvField("plain") == "plain")

@@ -216,6 +216,46 @@ def edit_policy(t, browser):
     t.check(True, "the policy form saves a live-token limit of 5, shown in the details")
 
 
+def session_failures(t, browser, args):
+    """A session that ended mid-action, and another key signed in in a second tab: told, never silent."""
+    driver = browser.driver
+    driver.find_element(By.LINK_TEXT, "Audit log").click()
+    browser.wait_heading("Audit log")
+    browser.collect_log()
+    driver.delete_cookie("attestd_session")  # as if it ended: idle, 8 hours, or signed out elsewhere
+    browser.find("#audit-filters button[type=submit]").click()
+    said = browser.wait(lambda d: d.find_element(By.ID, "sign-in-error").text)
+    t.check("not done" in said and "CSRF" not in said, "an action on an ended session says it was not done and asks to sign in", said)
+    browser.find("#admin-key").send_keys(args.owner_key)
+    browser.find("#sign-in").click()
+    browser.wait_heading("Audit log")
+    t.check(driver.current_url.endswith("#/audit"), "signing in again returns to the same page", driver.current_url)
+    first = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(browser.base + "/console/")
+    browser.wait_heading("App integrations")
+    # The other tab signs in with the developer's key (as its sign-in form would): the browser's
+    # one cookie is now the developer's session.
+    status = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch('/console/session', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        " body: JSON.stringify({key: arguments[0]})}).then(r => done(r.status));", args.developer_key)
+    driver.close()
+    driver.switch_to.window(first)
+    browser.find("#audit-filters button[type=submit]").click()
+    said = browser.wait(lambda d: d.find_element(By.ID, "session-changed").text)
+    t.check(status == 200 and "another admin key" in said and "Devon" not in browser.find("main").text and "CSRF" not in said,
+            "a second tab signed in with another key: the first shows nothing of it and says so", said)
+    browser.shot("session-changed.png")
+    # The 401 of the ended session is the browser's to log, as it should: not a page error.
+    browser.collect_log()
+    browser.errors = [e for e in browser.errors if "status of 401 (Unauthorized)" not in e]
+    browser.find("#reload-session").click()  # continue as the developer, then sign out and back in as the owner
+    browser.wait(lambda d: "Devon (developer)" in d.find_element(By.ID, "who").text)
+    browser.sign_out()
+    browser.sign_in(args.owner_key)
+
+
 def rows_key(browser):
     """The key IDs of the devices listed now."""
     return [row.get_attribute("data-key-id") for row in browser.driver.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")]
@@ -291,6 +331,7 @@ def audit_and_keys(t, browser, args):
             "Admin keys creates a developer key, shown once, listed without its secret")
     args.developer_key = secret
     browser.shot("admin-keys.png")
+    session_failures(t, browser, args)
     browser.driver.find_element(By.LINK_TEXT, "App integrations").click()
     browser.wait_heading("App integrations")
     browser.shot("integrations.png")
@@ -354,6 +395,48 @@ def keyboard_flow(t, browser, args):
     time.sleep(0.3)
     browser.shot("console.png")
     browser.collect_log()
+
+
+def contrast(css_color):
+    """The contrast ratio of an rgb()/rgba() colour against white (WCAG 2)."""
+    parts = [float(x) for x in css_color[css_color.index("(") + 1:css_color.index(")")].split(",")[:3]]
+
+    def linear(channel):
+        channel /= 255
+        return channel / 12.92 if channel <= 0.03928 else ((channel + 0.055) / 1.055) ** 2.4
+    luminance = 0.2126 * linear(parts[0]) + 0.7152 * linear(parts[1]) + 0.0722 * linear(parts[2])
+    return 1.05 / (luminance + 0.05)
+
+
+def phone_flow(t, browser, client_id):
+    """The same screens at 390 x 844 (a phone): no horizontal scrolling, the navigation reachable,
+    every table readable as cards; the controls' borders and the focus ring at 3:1 or more."""
+    driver = browser.driver
+    driver.set_window_size(390, 844)
+    wide = []
+    try:
+        for route, heading, name in [("#/integrations", "App integrations", "phone-integrations.png"),
+                                     ("#/integrations/%s/devices" % client_id, "Messages devices", "phone-devices.png"),
+                                     ("#/audit", "Audit log", "phone-audit.png")]:
+            driver.get(browser.base + "/console/" + route)
+            browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "main table, main .empty"))
+            width = driver.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+            if width[0] > width[1]:
+                wide.append("%s: %d > %d" % (route, width[0], width[1]))
+            browser.shot(name)
+        t.check(not wide, "at 390 x 844 no screen scrolls sideways (integrations, devices, audit log)", "; ".join(wide))
+        labelled = driver.execute_script(
+            "return [...document.querySelectorAll('main tbody td')].every(td => td.dataset.label !== undefined || td.textContent === '')")
+        t.check(labelled and browser.find("#nav").is_displayed(), "on a phone each table cell is labelled with its column, and the navigation shows")
+        field = browser.find("#audit-actor")
+        border = driver.execute_script("return getComputedStyle(arguments[0]).borderTopColor", field)
+        ring = driver.execute_script("return getComputedStyle(document.documentElement).getPropertyValue('--focus').trim()")
+        ring_rgb = "rgb(%d, %d, %d)" % tuple(int(ring[i:i + 2], 16) for i in (1, 3, 5))
+        t.check(contrast(border) >= 3 and contrast(ring_rgb) >= 3,
+                "input borders and the focus ring have at least 3:1 contrast against white (%.1f:1, %.1f:1)"
+                % (contrast(border), contrast(ring_rgb)), "%s %s" % (border, ring))
+    finally:
+        driver.set_window_size(1280, 860)
 
 
 def exchange_debug_token(port, client_id, secret):
@@ -451,6 +534,7 @@ def main():
         developer_flow(t, browser, args, client_id)
         debug_token_flow(t, browser, args, attestd)
         keyboard_flow(t, browser, args)
+        phone_flow(t, browser, client_id)
     except Exception as error:  # a step that timed out or found nothing: one FAIL with where, not a traceback
         browser.shot("failure.png")
         t.fail("the browser run stopped early", "%s: %s (see %s)" % (type(error).__name__, str(error).splitlines()[0] if str(error) else "",

@@ -9,6 +9,8 @@ extension ConsoleAssets {
 // never sees it) and the session's CSRF token on every change.
 
 let csrf = "";
+/** The key this page signed in with: an answer for another key (a sign-in in another tab) is not shown. */
+let signedInKey = "";
 
 /** A refusal of the API: its HTTP status and problem document. */
 export class APIError extends Error {
@@ -20,7 +22,15 @@ export class APIError extends Error {
   }
 }
 
-async function send(method, path, body) {
+/** The browser's session now belongs to another key (signed in in another tab): nothing was done or shown. */
+export class SessionChanged extends Error {
+  constructor(keyID) {
+    super("You signed in with another admin key in another tab or window.");
+    this.keyID = keyID;
+  }
+}
+
+async function send(method, path, body, retried = false) {
   const headers = { Accept: "application/json" };
   if (method !== "GET") {
     headers["Content-Type"] = "application/json";
@@ -32,6 +42,17 @@ async function send(method, path, body) {
   });
   let data = {};
   try { data = await response.json(); } catch { data = {}; }
+  const answeredFor = response.headers.get("Attestd-Key-Id");
+  if (signedInKey && answeredFor && answeredFor !== signedInKey) throw new SessionChanged(answeredFor);
+  if (response.status === 403 && data.reason === "csrf" && !retried) {
+    // The cookie is another session's: a sign-in in another tab. The same key: go on with its
+    // session (nothing was done, so the change is sent once more); another key: stop.
+    const now = await send("GET", "/console/session", undefined, true);
+    if (!now.signed_in) throw new APIError(401, { detail: "Your session has ended." });
+    if (now.key_id !== signedInKey) throw new SessionChanged(now.key_id);
+    csrf = now.csrf_token;
+    return send(method, path, body, true);
+  }
   if (!response.ok) throw new APIError(response.status, data);
   return data;
 }
@@ -47,13 +68,16 @@ export async function currentSession() {
   const session = await send("GET", "/console/session");
   if (!session.signed_in) return null;
   csrf = session.csrf_token;
+  signedInKey = session.key_id;
   return session;
 }
 
 /** Exchanges an admin key for a session. */
 export async function signIn(key) {
+  signedInKey = "";
   const session = await send("POST", "/console/session", { key });
   csrf = session.csrf_token;
+  signedInKey = session.key_id;
   return session;
 }
 
@@ -61,12 +85,13 @@ export async function signIn(key) {
 export async function signOut() {
   await send("POST", "/console/sign-out", {});
   csrf = "";
+  signedInKey = "";
 }
 
 """#),
         ("app.js", "text/javascript; charset=utf-8", #"""
 // The console: sign-in, the header, and the router from the location's hash to a screen.
-import { currentSession, signIn, signOut, APIError } from "./api.js";
+import { currentSession, signIn, signOut, APIError, SessionChanged } from "./api.js";
 import { h, show, toast } from "./dom.js";
 import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
 import { debugTokensScreen } from "./debugtokens.js";
@@ -76,7 +101,8 @@ import { sessionsScreen } from "./sessions.js";
 
 let session = null;
 
-function signInScreen(message) {
+/** Signs in again after a session ended, then returns to `returnTo` (a location hash). */
+function signInScreen(message, returnTo) {
   const error = h("p", { class: "error", id: "sign-in-error", role: "alert" }, message || "");
   const key = h("input", {
     id: "admin-key", name: "key", type: "password", autocomplete: "off", spellcheck: "false", required: true,
@@ -103,8 +129,9 @@ function signInScreen(message) {
       session = await signIn(key.value.trim());
       key.value = "";
       chrome();
-      location.hash = "#/integrations";
-      route();
+      const back = returnTo && returnTo !== "#/" ? returnTo : "#/integrations";
+      if (location.hash === back) route();
+      else location.hash = back;
     } catch (failure) {
       if (failure instanceof APIError && failure.status === 401) error.textContent = "This key is not valid: it is unknown or has been revoked.";
       else if (failure instanceof APIError && failure.status === 429) error.textContent = "Too many sign-ins: wait a minute, then try again.";
@@ -173,9 +200,11 @@ async function route() {
     }
   } catch (failure) {
     if (failure instanceof APIError && failure.status === 401) {
-      session = null;
-      chrome();
-      signInScreen("Your session has ended. Sign in again.");
+      sessionEnded("Your session has ended. Sign in again to return to this page.");
+      return;
+    }
+    if (failure instanceof SessionChanged) {
+      sessionChanged();
       return;
     }
     show("Error", h("h1", {}, "Something went wrong"), h("p", { class: "error", role: "alert" }, failure.message),
@@ -192,6 +221,27 @@ document.getElementById("sign-out").addEventListener("click", async () => {
   route();
 });
 
+/** The session ended (idle, 8 hours, signed out elsewhere, key revoked): sign in again, then back here. */
+function sessionEnded(message) {
+  session = null;
+  chrome();
+  signInScreen(message, location.hash);
+}
+
+/** Another tab signed in with another key: this page shows nothing of it, and says so. */
+function sessionChanged() {
+  const reload = h("button", { type: "button", id: "reload-session" }, "Continue as the other key");
+  reload.addEventListener("click", () => location.reload());
+  show("Signed in elsewhere", h("h1", {}, "You signed in with another key"),
+    h("p", { role: "alert", id: "session-changed" }, "This browser is now signed in with another admin key, in another tab or window. "
+      + "Nothing was done here, and nothing of the other key's workspace is shown under this one's name."),
+    h("div", { class: "actions start" }, reload));
+}
+
+window.addEventListener("attestd:session-lost", (event) => {
+  if (event.detail.changed) sessionChanged();
+  else sessionEnded("Your session has ended, so that was not done. Sign in again to return to this page and try it again.");
+});
 window.addEventListener("hashchange", route);
 session = await currentSession();
 chrome();
@@ -204,6 +254,7 @@ route();
 import { api } from "./api.js";
 import { h, show, when } from "./dom.js";
 import { pager, query } from "./pages.js";
+import { guarded } from "./guard.js";
 
 const kinds = [
   ["changes", "Changes (not sign-ins)"], ["", "Everything"], ["sign-ins", "Sign-ins"],
@@ -261,10 +312,10 @@ export async function auditScreen() {
     exportJSON.href = `/admin/v1/audit/export${query({ ...filters(), format: "jsonl" })}`;
     await pages.reload();
   };
-  form.addEventListener("submit", async (event) => {
+  form.addEventListener("submit", guarded(async (event) => {
     event.preventDefault();
     await refresh();
-  });
+  }));
   show("Audit log",
     h("div", { class: "heading" }, h("h1", {}, "Audit log"), h("div", { class: "actions" }, exportCSV, exportJSON)),
     h("p", { class: "muted" }, "Every change made in this workspace, newest first, with the admin key behind it. "
@@ -281,6 +332,8 @@ export async function auditScreen() {
   --accent: #1f5f8b; --accent-dark: #174a6c; --danger: #b42318; --danger-dark: #8f1c13;
   --ok-bg: #e7f5ec; --ok: #1c6b3a; --warn-bg: #fff4dc; --warn: #8a5a00; --bad-bg: #fdecea;
   --focus: #2f80ed; --radius: 6px;
+  /* Borders of inputs and quiet buttons: 3.7:1 against white (WCAG 1.4.11 asks 3:1). */
+  --control: #7b8597;
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
   color: var(--text); background: var(--page);
 }
@@ -334,7 +387,7 @@ td.number { text-align: right; font-variant-numeric: tabular-nums; }
 
 .field { margin-bottom: 18px; max-width: 560px; }
 label { display: block; font-weight: 600; margin-bottom: 4px; }
-input, textarea, select { width: 100%; font: inherit; padding: 8px 10px; border: 1px solid #c4cad4; border-radius: var(--radius); background: #fff; color: var(--text); }
+input, textarea, select { width: 100%; font: inherit; padding: 8px 10px; border: 1px solid var(--control); border-radius: var(--radius); background: #fff; color: var(--text); }
 textarea { resize: vertical; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 input[aria-invalid="true"], textarea[aria-invalid="true"] { border-color: var(--danger); }
 .notice { background: var(--warn-bg); color: var(--warn); padding: 8px 12px; border-radius: var(--radius); margin: 16px 0 8px; }
@@ -343,7 +396,7 @@ input[aria-invalid="true"], textarea[aria-invalid="true"] { border-color: var(--
 
 .button, button { display: inline-block; font: inherit; font-weight: 600; padding: 8px 16px; border-radius: var(--radius); border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; text-decoration: none; }
 .button:hover, button:hover { background: var(--accent-dark); }
-.quiet, button.quiet { background: #fff; color: var(--text); border-color: #c4cad4; }
+.quiet, button.quiet { background: #fff; color: var(--text); border-color: var(--control); }
 .quiet:hover, button.quiet:hover { background: var(--page); }
 button.danger { background: var(--danger); border-color: var(--danger); }
 button.danger:hover { background: var(--danger-dark); }
@@ -382,6 +435,30 @@ dialog ul { padding-left: 20px; }
 .field.checkbox input { width: auto; }
 .field.checkbox label { margin: 0; }
 
+/* A phone (390 px and up): the navigation above the page, tables as one card per row, nothing wider than the screen. */
+@media (max-width: 720px) {
+  .top { flex-wrap: wrap; gap: 6px 12px; padding: 8px 14px; }
+  .who { margin-left: 0; flex-basis: 100%; order: 3; font-size: 0.88em; }
+  #sign-out { margin-left: auto; }
+  .frame { flex-direction: column; min-height: 0; }
+  .nav { width: auto; flex-direction: row; flex-wrap: wrap; padding: 8px 10px; border-right: none; border-bottom: 1px solid var(--line); }
+  main { padding: 18px 14px; max-width: 100%; }
+  .heading { flex-wrap: wrap; }
+  .filter, .filter.wide { max-width: none; flex-basis: 100%; }
+  .details { grid-template-columns: 1fr; gap: 2px; }
+  .details dd { margin-bottom: 10px; overflow-wrap: anywhere; }
+  .copyable { max-width: 100%; }
+  table, thead, tbody, tr, th, td { display: block; }
+  table { border: none; background: none; }
+  thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }
+  tbody tr { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); margin-bottom: 10px; padding: 6px 0; }
+  td { border: none; padding: 4px 12px; display: flex; gap: 12px; justify-content: space-between; overflow-wrap: anywhere; }
+  td.number { text-align: left; }
+  td[data-label]::before { content: attr(data-label); color: var(--muted); font-size: 0.85em; flex: none; max-width: 45%; }
+  td code { overflow-wrap: anywhere; word-break: break-all; }
+  .tabs { flex-wrap: wrap; }
+}
+
 """#),
         ("debugtokens.js", "text/javascript; charset=utf-8", #"""
 // An integration's Debug tokens: for builds that cannot attest (the iOS Simulator, SwiftUI
@@ -389,7 +466,8 @@ dialog ul { padding-left: 20px; }
 // revoke them (every access token a debug token minted stops working at once); anyone reads the list.
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
-import { header, path, guarded } from "./integrations.js";
+import { header, path } from "./integrations.js";
+import { guarded, sessionLost } from "./guard.js";
 
 const lifetimes = [["1 day", 86400], ["7 days", 7 * 86400], ["30 days", 30 * 86400], ["90 days", 90 * 86400]];
 
@@ -430,7 +508,7 @@ function createForm(session, clientID) {
         value: made.secret, id: "new-debug-token", label: "The new debug token", copyID: "copy-debug-token", copied: "Debug token copied.",
       });
     } catch (failure) {
-      if (failure instanceof APIError && failure.status === 401) location.reload();
+      if (sessionLost(failure)) return;
       else error.textContent = failure.message;
     }
   });
@@ -503,10 +581,24 @@ export function h(tag, attributes = {}, ...children) {
   return element;
 }
 
+/**
+ * Gives each cell of the tables in `root` its column's name (`data-label`), which a narrow screen
+ * shows beside the value when the table's rows become cards (console.css).
+ */
+export function labelTables(root) {
+  for (const table of root.querySelectorAll("table")) {
+    const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, index) => { if (names[index]) cell.setAttribute("data-label", names[index]); });
+    }
+  }
+}
+
 /** Replaces `main`'s content with `children`, titles the page and moves focus to its heading. */
 export function show(title, ...children) {
   const main = document.getElementById("main");
   main.replaceChildren(...children.flat(Infinity));
+  labelTables(main);
   document.title = `${title} · attestd Console`;
   const heading = main.querySelector("h1");
   if (heading) {
@@ -597,6 +689,37 @@ export function showSecretOnce(where, { notice, value, id, label, copyID, copied
 }
 
 """#),
+        ("guard.js", "text/javascript; charset=utf-8", #"""
+// What an action does when it fails: it says so. A refusal shows its message; a session that
+// ended, or that another tab replaced with another key's, is handed to the page (app.js), which
+// says the action was not done and offers to sign in again.
+import { APIError, SessionChanged } from "./api.js";
+import { toast } from "./dom.js";
+
+/**
+ * A click handler whose failure is told, not lost: a refusal's message; a session that ended, or
+ * that another tab replaced with another key's, is handed to the page (`sessionLost`), which says
+ * the action was not done and offers to sign in again.
+ */
+export function guarded(handler) {
+  return async (event) => {
+    try {
+      await handler(event);
+    } catch (error) {
+      if (!sessionLost(error)) toast(error.message);
+    }
+  };
+}
+
+/** Tells the page that `error` ended the session (true), or leaves it to the caller (false). */
+export function sessionLost(error) {
+  const ended = error instanceof APIError && error.status === 401;
+  if (!ended && !(error instanceof SessionChanged)) return false;
+  window.dispatchEvent(new CustomEvent("attestd:session-lost", { detail: { changed: !ended } }));
+  return true;
+}
+
+"""#),
         ("icon.svg", "image/svg+xml", #"""
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 20 20"><rect width="20" height="20" rx="5" fill="#1f5f8b"/><path d="M6 10.5l2.6 2.6L14 7.7" stroke="#fff" stroke-width="2" fill="none" stroke-linecap="round" stroke-linejoin="round"/></svg>
 
@@ -654,26 +777,17 @@ export function showSecretOnce(where, { notice, value, id, label, copyID, copied
 // App integrations: the list, Create app integration, an integration's Overview (with Revoke)
 // and its Devices (its Debug tokens: debugtokens.js).
 import { api, APIError } from "./api.js";
+import { guarded, sessionLost } from "./guard.js";
 import { h, show, when, badge, toast, confirmDialog } from "./dom.js";
 import { pager, query } from "./pages.js";
+
+export { guarded, sessionLost } from "./guard.js";
 
 const teamPattern = /^[A-Z0-9]{10}$/;
 const bundlePattern = /^[A-Za-z0-9.-]{1,155}$/;
 const environments = { production: "Production", development: "Development", both: "Production and development" };
 
 export const path = (clientID, rest = "") => `/admin/v1/integrations/${encodeURIComponent(clientID)}${rest}`;
-
-/** A click handler whose failure is told, not lost: a refusal's message, or a reload to sign-in once the session is gone. */
-export function guarded(handler) {
-  return async (event) => {
-    try {
-      await handler(event);
-    } catch (error) {
-      if (error instanceof APIError && error.status === 401) location.reload();
-      else toast(error.message);
-    }
-  };
-}
 
 export async function integrationsScreen(session) {
   const { integrations } = await api.get("/admin/v1/integrations");
@@ -755,6 +869,7 @@ export async function createScreen(session) {
       location.hash = `#/integrations/${encodeURIComponent(created.client_id)}`;
     } catch (error) {
       submit.disabled = false;
+      if (sessionLost(error)) return;
       const fieldOf = { team_id: "team_id", bundle_id: "bundle_ids", bundle_id_count: "bundle_ids", bundle_id_duplicate: "bundle_ids", name: "name" };
       if (error instanceof APIError && fieldOf[error.reason]) {
         setError(fieldOf[error.reason], error.message);
@@ -991,6 +1106,7 @@ export async function devicesScreen(session, clientID) {
 // Admin keys (owners): the workspace's keys, a new key shown once, revocation.
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
+import { sessionLost } from "./guard.js";
 
 const roles = ["user", "developer", "admin", "owner", "primary_owner"];
 const label = (role) => role.replace("_", " ");
@@ -1057,7 +1173,7 @@ export async function keysScreen(session) {
         toast(`Revoked ${k.name}'s key.`);
         await keysScreen(session);
       } catch (failure) {
-        if (failure instanceof APIError && failure.status === 401) location.reload();
+        if (sessionLost(failure)) return;
         else toast(failure.message);
       }
     });
@@ -1077,7 +1193,8 @@ export async function keysScreen(session) {
         ("pages.js", "text/javascript; charset=utf-8", #"""
 // A listing a page at a time: the API answers a bounded page and a next_cursor; the console
 // keeps the cursors of the pages before, so Newer goes back and Older goes on.
-import { h } from "./dom.js";
+import { h, labelTables } from "./dom.js";
+import { guarded } from "./guard.js";
 
 /**
  * A pager over `load(cursor)` (which answers `{ rows, next }`): `render(rows)` draws one page
@@ -1098,22 +1215,23 @@ export function pager({ load, render, label }) {
     current = cursor;
     next = page.next;
     region.replaceChildren(render(page.rows));
+    labelTables(region);
     newer.disabled = before.length === 0;
     older.disabled = !next;
     position.textContent = `${label}, page ${before.length + 1}`;
   }
 
-  newer.addEventListener("click", async () => {
+  newer.addEventListener("click", guarded(async () => {
     const cursor = before.pop();
     await draw(cursor === undefined ? null : cursor);
     newer.disabled ? older.focus() : newer.focus();
-  });
-  older.addEventListener("click", async () => {
+  }));
+  older.addEventListener("click", guarded(async () => {
     if (!next) return;
     before.push(current);
     await draw(next);
     older.disabled ? newer.focus() : older.focus();
-  });
+  }));
 
   const element = h("div", {}, region, h("div", { class: "pager" }, newer, position, older));
   return {
@@ -1138,7 +1256,7 @@ export function query(fields) {
 // (a lost laptop, a shared browser). Each ends by itself after its idle timeout or 8 hours.
 import { api } from "./api.js";
 import { h, show, when, toast } from "./dom.js";
-import { guarded } from "./integrations.js";
+import { guarded } from "./guard.js";
 
 export async function sessionsScreen() {
   const { sessions, idle_timeout_seconds: idle, maximum_sessions: maximum } = await api.get("/console/sessions");

@@ -15,7 +15,9 @@ package struct LiveSettings: Sendable, Equatable {
         package let description: String
     }
 
-    /// Parses the file's text; the first wrong line is the error.
+    /// Parses the file's text; the first wrong line is the error, named by its number and its key
+    /// and never by its text (a value may be a secret pasted into the wrong file): a key is named
+    /// only when it has the shape of an option's name.
     package static func parse(_ text: String, file: String) throws(Problem) -> LiveSettings {
         var settings = LiveSettings()
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -28,14 +30,21 @@ package struct LiveSettings: Sendable, Equatable {
             switch name {
             case "log-level":
                 guard let level = LogLevel(rawValue: value) else {
-                    throw Problem(description: "\(at): log-level is debug, info, warning or error, not '\(value)'")
+                    throw Problem(description: "\(at): log-level is debug, info, warning or error")
                 }
                 settings.logLevel = level
             default:
-                throw Problem(description: "\(at): '\(name)' cannot be set here (only log-level, which can change while attestd runs)")
+                let key = Self.isOptionName(name) ? "'\(name)'" : "this key"
+                throw Problem(description: "\(at): \(key) cannot be set here (only log-level, which can change while attestd runs)")
             }
         }
         return settings
+    }
+
+    /// Lower-case letters, digits and dashes, at most 40: the shape of an option's name.
+    private static func isOptionName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 40
+            && name.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
     }
 
     /// Reads and parses `file`.

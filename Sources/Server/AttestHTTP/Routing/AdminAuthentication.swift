@@ -34,6 +34,13 @@ struct AdminAuthentication: RouterMiddleware {
         context.log.actor = context.principal?.actor
     }
 
+    /// Names the key an answer was made for (`Attestd-Key-Id`): the console shows no answer made
+    /// for another key than the one it signed in with (a sign-in in another tab replaces the
+    /// browser's one cookie).
+    func complete(_ response: inout HTTPResponse, _ context: RequestContext) {
+        if let principal = context.principal { response.headers.append(HTTPHeader(name: "Attestd-Key-Id", value: principal.keyID)) }
+    }
+
     /// The answer to a missing, malformed, unknown or revoked key and to a dead session alike.
     static var unauthorized: Problem {
         var problem = Problem(ServiceError.adminUnauthenticated)
