@@ -27,23 +27,62 @@ struct ConsoleSessionTests {
 
     static func cookie(_ value: String) -> HTTPHeader { HTTPHeader(name: "Cookie", value: "theme=dark; attestd_session=\(value)") }
 
-    @Test("sign-in sets an HttpOnly, SameSite=Strict, expiring cookie (Secure behind a trusted TLS proxy only) and stores only its hash")
+    @Test(
+        "sign-in sets an HttpOnly, SameSite=Strict, expiring cookie (Secure and __Host- behind a trusted TLS proxy only) and stores only its hash"
+    )
     func signInCookie() async throws {
         try await offThePool {
-            let world = try AdminWorld() { $0.trustedProxies = ["10.0.0.0/8"] }
+            // The device listener's trusted proxy is not the admin listener's (review L9).
+            let world = try AdminWorld() {
+                $0.adminTrustedProxies = ["10.0.0.0/8"]
+                $0.trustedProxies = ["192.0.2.0/24"]
+            }
             let key = try world.key(.owner)
             let plain = try Self.signIn(world, key)
             #expect(
                 plain.setCookie.contains("HttpOnly") && plain.setCookie.contains("SameSite=Strict") && plain.setCookie.contains("Path=/"))
             #expect(plain.setCookie.contains("Max-Age=28800") && !plain.setCookie.contains("Secure"))
+            #expect(plain.setCookie.hasPrefix("attestd_session="))
             let proto = HTTPHeader(name: "X-Forwarded-Proto", value: "https")
-            #expect(try Self.signIn(world, key, headers: [proto], remoteAddress: "10.1.2.3").setCookie.contains("; Secure"))
+            let secure = try Self.signIn(world, key, headers: [proto], remoteAddress: "10.1.2.3")
+            #expect(secure.setCookie.contains("; Secure") && secure.setCookie.hasPrefix("__Host-attestd_session="))
+            // The __Host- cookie is the one read, even beside a stale plain one.
+            let both = HTTPHeader(name: "Cookie", value: "attestd_session=\(plain.cookie); __Host-attestd_session=\(secure.cookie)")
+            #expect(W.body(world.call("GET", "/console/session", headers: [both]))["csrf_token"] as? String == secure.csrf)
             // An untrusted peer's X-Forwarded-Proto is not believed.
             #expect(!(try Self.signIn(world, key, headers: [proto], remoteAddress: "192.0.2.1").setCookie.contains("Secure")))
             #expect(world.call("POST", "/console/session", json: #"{"key":"adm_wrong"}"#).status == 401)
             let session = world.call("GET", "/console/session", headers: [Self.cookie(plain.cookie)])
             #expect(W.body(session)["csrf_token"] as? String == plain.csrf && W.body(session)["role"] as? String == "owner")
         }
+    }
+
+    @Test("X-Request-Id and X-Forwarded-For are believed only from a proxy trusted for that listener (review L9)")
+    func forwardedHeadersFromTrustedProxiesOnly() async throws {
+        try await offThePool {
+            let world = try AdminWorld() { $0.adminTrustedProxies = ["10.0.0.0/8"] }
+            let headers = [HTTPHeader(name: "X-Request-Id", value: "forged-id"), HTTPHeader(name: "X-Forwarded-For", value: "203.0.113.7")]
+            let untrusted = world.call("GET", "/console/session", headers: headers, remoteAddress: "192.0.2.1")
+            #expect(W.header(untrusted, "X-Request-Id") != "forged-id")
+            let trusted = world.call("GET", "/console/session", headers: headers, remoteAddress: "10.1.2.3")
+            #expect(W.header(trusted, "X-Request-Id") == "forged-id")
+            // Sign-in limits count the forwarded client only behind the trusted proxy.
+            for _ in 0..<30 {
+                _ = world.call("POST", "/console/session", json: #"{"key":"adm_x"}"#, headers: headers, remoteAddress: "192.0.2.1")
+            }
+            #expect(world.call("POST", "/console/session", json: #"{"key":"adm_x"}"#, remoteAddress: "192.0.2.1").status == 429)
+            #expect(
+                world.call("POST", "/console/session", json: #"{"key":"adm_x"}"#, headers: headers, remoteAddress: "10.1.2.3").status == 401
+            )
+        }
+    }
+
+    @Test("an admin listener off loopback with no trusted TLS proxy in front is warned about at start (review L8)")
+    func exposedAdminListener() {
+        #expect(Server.adminExposure("0.0.0.0", []) != nil)
+        #expect(Server.adminExposure("10.0.0.5", []) != nil)
+        #expect(Server.adminExposure("127.0.0.1", []) == nil)
+        #expect(Server.adminExposure("0.0.0.0", ["10.0.0.0/8"]) == nil)
     }
 
     @Test("a cookie-authenticated change needs the session's CSRF token; reads do not")

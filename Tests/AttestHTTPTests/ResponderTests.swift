@@ -283,10 +283,15 @@ struct ResponderTests {
         #expect(try world.authorize(client, token: token).status == 200)
     }
 
-    @Test("takes a sane X-Request-Id from the proxy (nginx's $request_id) and makes its own otherwise")
+    @Test("takes a sane X-Request-Id from a trusted proxy (nginx's $request_id) and makes its own otherwise")
     func forwardedRequestID() throws {
-        let world = try HTTPWorld()
+        let world = try HTTPWorld { $0.trustedProxies = ["127.0.0.1/32"] }
         let nginxID = "0123456789abcdef0123456789abcdef"
+        // A client's own is never adopted: it could pass for another request in the logs.
+        let fromClient = world.app.router.respond(
+            to: HTTPRequest(
+                method: "GET", path: "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)], remoteAddress: "192.0.2.1"))
+        #expect(fromClient.headers.first { $0.name == "X-Request-Id" }?.value != nginxID)
         let taken = world.app.router.respond(
             to: Self.request("GET", "/healthz", headers: [HTTPHeader(name: "X-Request-Id", value: nginxID)]))
         #expect(taken.headers.first { $0.name == "X-Request-Id" }?.value == nginxID)

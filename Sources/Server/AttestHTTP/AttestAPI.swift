@@ -26,6 +26,8 @@ package enum AttestAPI {
         package var testClock: SettableWallClock?
         /// Proxies (CIDR) whose `X-Forwarded-For` names the client (`--trusted-proxy`).
         package var trustedProxies: [String]
+        /// The admin listener's (`--admin-trusted-proxy`).
+        package var adminTrustedProxies: [String] = []
         /// Whether challenges and attestations are limited per client address (`--address-rate` > 0).
         package var limitsPerAddress: Bool
         /// One in N successful authorize and introspect lines is logged (1: all, 0: none).
@@ -69,8 +71,8 @@ package enum AttestAPI {
         AdminRoutes(admin: admin).register(in: builder.root)
         ConsoleRoutes(admin: admin).register(in: builder.root)
         return builder.router(middleware: [
-            RequestIDs(),
-            ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: false, logger: logger),
+            RequestIDs(trustedProxies: settings.adminTrustedProxies),
+            ClientAddresses(trustedProxies: settings.adminTrustedProxies, limitsPerAddress: false, logger: logger),
             ObservedRequests(metrics: metrics, logger: logger, logSuccessEvery: 1, sampledRoutes: []),
             AdminHeaders(),
         ])
@@ -89,7 +91,7 @@ package enum AttestAPI {
             .register(in: builder.root)
         return builder.router(
             middleware: [
-                RequestIDs(),
+                RequestIDs(trustedProxies: settings.trustedProxies),
                 ClientAddresses(trustedProxies: settings.trustedProxies, limitsPerAddress: settings.limitsPerAddress, logger: logger),
                 ObservedRequests(
                     metrics: metrics, logger: logger, logSuccessEvery: settings.logSuccessEvery, sampledRoutes: ["authorize", "introspect"]),

@@ -182,6 +182,7 @@ package final class Application: Sendable {
             storage: configuration.database.kind.rawValue, testClock: testClock, trustedProxies: configuration.trustedProxies,
             limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
+        settings.adminTrustedProxies = configuration.adminTrustedProxies
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         settings.trustedRoots = Self.trustedRoots(verifier.anchors)
         settings.offloadThreads = configuration.storeThreads

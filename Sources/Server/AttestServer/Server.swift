@@ -83,6 +83,9 @@ package final class Server: Sendable {
                     "connections.allowed": .int(Int(http.connectionLimit)),
                 ])
         }
+        if let address = configuration.adminListen, let warning = Self.adminExposure(address.host, configuration.adminTrustedProxies) {
+            logger.log(.warning, warning, ["admin.listen": .string(address.host)])
+        }
         // Started only once the server listens, and after it (so a refused start leaves no thread behind).
         application.receiptRefresher?.start()
         logger.log(
@@ -93,6 +96,16 @@ package final class Server: Sendable {
                 "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
                 "version": .string(version),
             ])
+    }
+
+    /// What is wrong with an admin listener on `host` (review L8): off loopback with no TLS proxy
+    /// trusted in front of it (`--admin-trusted-proxy`), admin keys and session cookies cross the
+    /// network in the clear. Nil when it is on loopback or behind a trusted proxy.
+    package static func adminExposure(_ host: String, _ trustedProxies: [String]) -> String? {
+        guard !["127.0.0.1", "::1", "localhost"].contains(host), trustedProxies.isEmpty else { return nil }
+        return "the admin listener is not on loopback and no TLS proxy is trusted in front of it (--admin-trusted-proxy): "
+            + "admin keys and session cookies would cross the network in the clear; listen on 127.0.0.1 behind "
+            + "deploy/nginx/attestd-admin.conf"
     }
 
     /// Stops accepting, lets in-flight requests finish, closes the listener, stops the purge

@@ -64,6 +64,9 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var perAddress = ServicePolicy().perAddress
     /// Proxies whose `X-Forwarded-For` names the client address (`--trusted-proxy`, CIDR).
     package var trustedProxies: [String] = []
+    /// The admin listener's trusted proxies (`--admin-trusted-proxy`): only their forwarded
+    /// address, scheme and request ID are believed there (review L9).
+    package var adminTrustedProxies: [String] = []
     /// Log lines below this level are not written.
     package var logLevel = LogLevel.info
     /// Settings re-read on SIGHUP (`--config`): the log level; what it sets wins over `--log-level`.
@@ -225,13 +228,11 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(
             "trusted-proxy", environment: "ATTESTD_TRUSTED_PROXY", value: "CIDR[,CIDR...]",
             help: "proxies (e.g. 127.0.0.1/32) whose X-Forwarded-For gives the client address for per-address limits and logs"
-        ) { configuration, text, _ throws(UsageError) in
-            let networks = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard !networks.isEmpty, networks.allSatisfy({ IPNetwork($0) != nil }) else {
-                throw UsageError(message: "--trusted-proxy takes CIDR networks such as 127.0.0.1/32 or ::1/128, comma-separated")
-            }
-            configuration.trustedProxies = networks
-        },
+        ) { configuration, text, _ throws(UsageError) in configuration.trustedProxies = try networks(text, "trusted-proxy") },
+        Setting(
+            "admin-trusted-proxy", environment: "ATTESTD_ADMIN_TRUSTED_PROXY", value: "CIDR[,CIDR...]",
+            help: "the admin listener's proxies, whose X-Forwarded-For, -Proto and X-Request-Id it believes (default: none)"
+        ) { configuration, text, _ throws(UsageError) in configuration.adminTrustedProxies = try networks(text, "admin-trusted-proxy") },
         rate(
             "address-rate", environment: "ATTESTD_ADDRESS_RATE",
             help: "challenges and attestations per second per client address (default 20, burst 2x; 0 = unlimited)", \.perAddress),
@@ -299,6 +300,15 @@ package struct ServerConfiguration: Sendable, Equatable {
         Setting(name, environment: environment, value: value, help: help) { configuration, text, spec throws(UsageError) in
             configuration[keyPath: keyPath] = try spec.integer(text, in: range, unit: unit)
         }
+    }
+
+    /// A comma-separated list of CIDR networks (`--trusted-proxy`, `--admin-trusted-proxy`).
+    private static func networks(_ text: String, _ flag: String) throws(UsageError) -> [String] {
+        let networks = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !networks.isEmpty, networks.allSatisfy({ IPNetwork($0) != nil }) else {
+            throw UsageError(message: "--\(flag) takes CIDR networks such as 127.0.0.1/32 or ::1/128, comma-separated")
+        }
+        return networks
     }
 
     /// A rate limit option: per second, burst twice that, 0 for unlimited.

@@ -64,30 +64,42 @@ struct AdminAuthentication: RouterMiddleware {
 /// was reached over TLS, and `Max-Age` its remaining life.
 enum ConsoleCookie {
     static let name = "attestd_session"
+    /// Its name when `Secure` (review L8): a browser accepts a `__Host-` cookie only from a
+    /// secure origin, for the whole host (`Path=/`, no `Domain`), so no sibling subdomain or
+    /// plain-http page can set or shadow it.
+    static let secureName = "__Host-attestd_session"
 
-    /// The session cookie's value, when the request carries exactly one.
+    /// The session cookie's value: the `__Host-` one when the request carries exactly one, else
+    /// the plain one when exactly one.
     static func session(_ request: HTTPRequest) -> String? {
-        var found: [String] = []
+        var found: [Bool: [String]] = [:]
         for header in request.headerValues("Cookie") {
             for pair in header.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2, parts[0].trimmingCharactersInSpaces == name else { continue }
-                found.append(String(parts[1].trimmingCharactersInSpaces))
+                guard parts.count == 2 else { continue }
+                let key = parts[0].trimmingCharactersInSpaces
+                guard key == name || key == secureName else { continue }
+                found[key == secureName, default: []].append(String(parts[1].trimmingCharactersInSpaces))
             }
         }
-        return found.count == 1 ? found[0] : nil
+        if let secure = found[true], secure.count == 1 { return secure[0] }
+        if found[true] == nil, let plain = found[false], plain.count == 1 { return plain[0] }
+        return nil
     }
 
     /// The `Set-Cookie` value that sets the session for `seconds`.
     static func set(_ value: String, seconds: Int64, secure: Bool) -> HTTPHeader {
         HTTPHeader(
             name: "Set-Cookie",
-            value: "\(name)=\(value); Path=/; Max-Age=\(seconds); HttpOnly; SameSite=Strict" + (secure ? "; Secure" : ""))
+            value: "\(secure ? secureName : name)=\(value); Path=/; Max-Age=\(seconds); HttpOnly; SameSite=Strict"
+                + (secure ? "; Secure" : ""))
     }
 
     /// The `Set-Cookie` value that removes it.
     static func clear(secure: Bool) -> HTTPHeader {
-        HTTPHeader(name: "Set-Cookie", value: "\(name)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : ""))
+        HTTPHeader(
+            name: "Set-Cookie",
+            value: "\(secure ? secureName : name)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + (secure ? "; Secure" : ""))
     }
 }
 

@@ -3,13 +3,22 @@ import AttestHTTPServer
 import AttestObservability
 import Synchronization
 
-/// Gives every request an ID, sent back as `X-Request-Id`: the proxy's (nginx's `$request_id`)
-/// when it sent a sane one, so both logs correlate, otherwise attestd's own.
+/// Gives every request an ID, sent back as `X-Request-Id`: a trusted proxy's (nginx's
+/// `$request_id`) when it sent a sane one (1 to 64 of A-Z a-z 0-9 . _ -), so both logs correlate;
+/// otherwise attestd's own. A client's own `X-Request-Id` is never adopted: it could forge
+/// another request's ID in the logs (review L9).
 struct RequestIDs: RouterMiddleware {
     private let counter = RequestCounter()
+    private let proxies: [IPNetwork]
+
+    init(trustedProxies: [String]) {
+        proxies = trustedProxies.compactMap(IPNetwork.init)
+    }
 
     func prepare(_ context: inout RequestContext) throws(Problem) {
-        context.requestID = RequestCounter.forwarded(context.request.header("X-Request-Id")) ?? counter.next()
+        let peer = context.request.remoteAddress
+        let trusted = proxies.contains { $0.contains(peer) }
+        context.requestID = (trusted ? RequestCounter.forwarded(context.request.header("X-Request-Id")) : nil) ?? counter.next()
     }
 
     func complete(_ response: inout HTTPResponse, _ context: RequestContext) {
