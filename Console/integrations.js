@@ -294,9 +294,45 @@ export async function devicesScreen(session, clientID) {
         toast(`Device ${d.key_id.slice(0, 12)}… blocked: ${result.tokens_revoked} tokens revoked.`);
         await pages.reload();
       }));
-      cells.push(h("td", {}, block));
+      const tokens = h("button", { type: "button", class: "quiet small", "aria-expanded": "false",
+        "aria-label": `Live tokens of device ${d.key_id.slice(0, 12)}`, disabled: d.live_tokens === 0 }, "Tokens");
+      tokens.addEventListener("click", guarded(() => toggleTokens(tokens, d)));
+      cells.push(h("td", { class: "row-actions" }, block, tokens));
     }
     return h("tr", { "data-key-id": d.key_id }, cells);
+  };
+  /** Shows or hides the device's live tokens under its row, each with a Revoke button. */
+  const toggleTokens = async (button, d) => {
+    const row = button.closest("tr");
+    const open = row.nextElementSibling?.classList.contains("tokens-row");
+    if (open) {
+      row.nextElementSibling.remove();
+      button.setAttribute("aria-expanded", "false");
+      return;
+    }
+    const { tokens } = await api.get(`/admin/v1/devices/${d.key_id}/tokens`);
+    const list = h("ul", { class: "plain token-list" }, tokens.map((t) => {
+      const revoke = h("button", { type: "button", class: "quiet small", "aria-label": `Revoke token ${t.sha256.slice(0, 12)}` }, "Revoke");
+      revoke.addEventListener("click", guarded(async () => {
+        const ok = await confirmDialog({
+          title: "Revoke this access token?",
+          body: [h("p", {}, `Token ${t.sha256.slice(0, 12)}… of device ${d.key_id.slice(0, 12)}… (until ${when(t.expires_at)}) is refused `
+            + "from the next request on, on every node. The device keeps its key and gets a new token at its next refresh.")],
+          action: "Revoke token",
+        });
+        if (!ok) return;
+        await api.post("/admin/v1/tokens/revoke", { sha256: t.sha256 });
+        toast(`Token ${t.sha256.slice(0, 12)}… revoked.`);
+        revoke.closest("li").remove();
+        button.focus();
+      }));
+      return h("li", { "data-token": t.sha256 }, h("code", {}, `${t.sha256.slice(0, 12)}…`), " ",
+        `issued ${when(t.issued_at)}, until ${when(t.expires_at)}${t.debug ? " (debug)" : ""} `, revoke);
+    }));
+    const detail = h("tr", { class: "tokens-row" }, h("td", { colspan: String(columns.length) },
+      tokens.length === 0 ? "No live token." : list));
+    row.after(detail);
+    button.setAttribute("aria-expanded", "true");
   };
   const table = (devices) => devices.length === 0
     ? h("p", { class: "empty" }, search.value || status.value ? "No device matches." : "No device has attested with this integration yet.")

@@ -172,6 +172,26 @@ struct AdminListingTests {
         }
     }
 
+    @Test("a device's live tokens are listed by SHA-256 and one is revoked by it; another workspace's answers 404 (item 13)")
+    func deviceTokens() async throws {
+        try await offThePool {
+            let world = try AdminWorld()
+            let admin = try world.key(.admin)
+            let outsider = try world.key(.owner, workspace: W.otherWorkspace)
+            let device = try world.device()
+            let listed = W.body(world.call("GET", "/admin/v1/devices/\(device.keyID)/tokens", key: try world.key(.user)))
+            let hashes = (listed["tokens"] as? [[String: Any]] ?? []).compactMap { $0["sha256"] as? String }
+            #expect(hashes == [Hex.encode(Digest.sha256(Array(device.token.utf8)))])
+            #expect(world.call("GET", "/admin/v1/devices/\(device.keyID)/tokens", key: outsider).status == 404)
+            #expect(world.call("POST", "/admin/v1/tokens/revoke", key: outsider, json: #"{"sha256":"\#(hashes[0])"}"#).status == 404)
+            #expect(try world.authorizes(device.token))
+            #expect(world.call("POST", "/admin/v1/tokens/revoke", key: admin, json: #"{"sha256":"\#(hashes[0])"}"#).status == 200)
+            #expect(try !world.authorizes(device.token))
+            #expect(world.call("POST", "/admin/v1/tokens/revoke", key: admin, json: #"{"sha256":"\#(hashes[0])"}"#).status == 404)
+            #expect(world.call("POST", "/admin/v1/tokens/revoke", key: admin, json: #"{"sha256":"zz"}"#).status == 400)
+        }
+    }
+
     @Test("every authenticated admin answer names the key it was made for (the console shows no other key's answer)")
     func keyIDHeader() async throws {
         try await offThePool {

@@ -198,6 +198,27 @@ def suspend_and_block(t, browser, attestd, tokens):
     browser.wait(lambda d: "blocked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")[0].text.lower())
     t.check(sum(authorize(attestd.port, token) == 200 for token in tokens) == 2, "Block blocks the device: its token is refused at once")
     find_device(t, browser, rows_key(browser)[0])
+    revoke_one_token(t, browser, attestd, tokens)
+
+
+def revoke_one_token(t, browser, attestd, tokens):
+    """A device's row lists its live token; Revoke (confirmed) refuses that one token at once."""
+    before = [authorize(attestd.port, token) for token in tokens]
+    row = browser.find("tbody tr[data-key-id]")
+    row.find_element(By.XPATH, ".//button[text()='Tokens']").click()
+    items = browser.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "tr.tokens-row li[data-token]"))
+    listed = len(items)
+    width = browser.driver.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    t.check(width[0] <= width[1], "at 1280 pixels, Devices with a row's tokens open does not scroll sideways", "%s" % width)
+    # The newest first: the token the device holds now (the tokens file keeps each device's last).
+    items[0].find_element(By.TAG_NAME, "button").click()
+    browser.wait(lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.tokens-row li[data-token]")) == listed - 1)
+    after = [authorize(attestd.port, token) for token in tokens]
+    t.check(before.count(200) == 2 and after.count(200) == 1,
+            "a device's newest token is revoked from its row: that one token is refused at once, the other device's passes",
+            "before %s, after %s" % (before, after))
 
 
 def edit_policy(t, browser):

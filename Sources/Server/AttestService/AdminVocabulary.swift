@@ -35,3 +35,5 @@ package typealias AuditPage = AttestStorage.AuditPage
 package typealias AuditAction = AttestStorage.AuditAction
 /// A console session's stored row, never its secret (`AttestStorage.AdminSessionRecord`).
 package typealias AdminSessionRecord = AttestStorage.AdminSessionRecord
+/// A stored access token: its SHA-256, never the token (`AttestStorage.TokenRecord`).
+package typealias TokenRecord = AttestStorage.TokenRecord

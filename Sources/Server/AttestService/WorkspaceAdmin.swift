@@ -200,13 +200,34 @@ package struct WorkspaceAdmin: Sendable {
     /// Revokes one live access token of the workspace's; `token_not_found` for an unknown,
     /// expired or another workspace's token alike.
     package func revokeToken(_ principal: AdminPrincipal, token: String) throws(ServiceError) {
+        try revokeToken(principal, hash: Digest.sha256(Array(token.utf8)))
+    }
+
+    /// Revokes one live access token of the workspace's by its SHA-256 (as a device's token list
+    /// names it); `token_not_found` for an unknown, expired or another workspace's alike.
+    package func revokeToken(_ principal: AdminPrincipal, hash: [UInt8]) throws(ServiceError) {
         try require(principal, Self.changeRole, to: "revoke tokens")
-        let hash = Digest.sha256(Array(token.utf8))
         let now = clock.now()
         guard let record = try stored({ () throws(StorageError) in try store.token(hash: hash) }),
             record.workspaceID == principal.workspaceID, record.expiresAt > now
         else { throw ServiceError.tokenNotFound }
         guard try admin(principal).revokeToken(hash: hash) else { throw ServiceError.tokenNotFound }
+    }
+
+    /// A device's live tokens, newest first (at most 100; an uncapped device may hold more): their
+    /// SHA-256 (what a revocation names), times and kind, never the tokens themselves.
+    package func deviceTokens(_ principal: AdminPrincipal, keyID: [UInt8]) throws(ServiceError) -> [TokenRecord] {
+        try require(principal, Self.readRole, to: "read devices")
+        guard let device = try stored({ () throws(StorageError) in try store.device(keyID: keyID) }) else {
+            throw ServiceError.deviceNotFound
+        }
+        do {
+            _ = try owned(principal, device.clientID)
+        } catch  where error.code == .integrationNotFound {
+            throw ServiceError.deviceNotFound
+        }
+        let now = clock.now()
+        return try stored { () throws(StorageError) in try store.liveTokens(keyID: keyID, at: now, limit: 100) }
     }
 
     /// One page of the workspace's audit log, newest first (`query.workspaceID` is replaced by

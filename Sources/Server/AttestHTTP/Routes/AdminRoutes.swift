@@ -30,6 +30,7 @@ struct AdminRoutes: Sendable {
         api.on("POST", "/integrations/{client_id}/debug-tokens", name: "admin_debug_token_create", createDebugToken)
         api.on("DELETE", "/integrations/{client_id}/debug-tokens/{id}", name: "admin_debug_token_revoke", revokeDebugToken)
         api.on("POST", "/devices/{key_id}/block", name: "admin_device_block", block)
+        api.on("GET", "/devices/{key_id}/tokens", name: "admin_device_tokens", deviceTokens)
         api.on("POST", "/tokens/revoke", name: "admin_token_revoke", revokeToken)
         api.on("GET", "/audit", name: "admin_audit", audit)
         api.on("GET", "/audit/export", name: "admin_audit_export", auditExport)
@@ -134,13 +135,35 @@ struct AdminRoutes: Sendable {
         ])
     }
 
-    private func block(_ context: inout RequestContext) throws -> HTTPResponse {
-        let principal = try Self.principal(context)
+    /// The key ID in the path as the devices list shows it: 64 hex digits.
+    private static func keyID(_ context: RequestContext) throws(Problem) -> [UInt8] {
         let text = context.parameter("key_id")
-        // The key ID as the devices list shows it: 64 hex digits.
         guard text.utf8.count == 64, let keyID = Hex.decode(text.lowercased()), keyID.count == 32 else {
             throw Problem.malformed(.field(.keyID), "key_id must be 64 hex digits, as the devices list shows it")
         }
+        return keyID
+    }
+
+    private func deviceTokens(_ context: inout RequestContext) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let tokens = try admin.deviceTokens(principal, keyID: try Self.keyID(context))
+        return JSONBody.response([
+            (
+                "tokens",
+                JSONValue.array(
+                    tokens.map { token in
+                        JSONValue.object([
+                            ("sha256", Hex.encode(token.tokenHash)), ("issued_at", token.issuedAt), ("expires_at", token.expiresAt),
+                            ("debug", token.debugTokenID != nil),
+                        ])
+                    })
+            )
+        ])
+    }
+
+    private func block(_ context: inout RequestContext) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let keyID = try Self.keyID(context)
         let tokens = try admin.blockDevice(principal, keyID: keyID)
         return JSONBody.response([("key_id", Hex.encode(keyID)), ("status", "blocked"), ("tokens_revoked", tokens)])
     }
@@ -148,8 +171,15 @@ struct AdminRoutes: Sendable {
     private func revokeToken(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let body = try AdminBody(context.request)
-        let token = try body.string(.token)
-        try admin.revokeToken(principal, token: token)
+        // The token itself, or its SHA-256 as a device's token list names it.
+        if case .string(let text)? = body.members["sha256"] {
+            guard text.utf8.count == 64, let hash = Hex.decode(text.lowercased()) else {
+                throw Problem.malformed(.field(.token), "sha256 must be 64 hex digits, as a device's token list shows it")
+            }
+            try admin.revokeToken(principal, hash: hash)
+        } else {
+            try admin.revokeToken(principal, token: try body.string(.token))
+        }
         return JSONBody.response([("revoked", true)])
     }
 

@@ -136,6 +136,12 @@ extension SQLTokenStore {
         return DevicePage(devices: page, next: rows.count > query.limit ? page.last?.cursor : nil)
     }
 
+    package func liveTokens(keyID: [UInt8], at time: Int64, limit: Int) throws(StorageError) -> [TokenRecord] {
+        try perform(.read) { session throws(StorageError) in
+            try session.records(TokenRecord.self, WorkspaceOfSQL.liveTokensOfKey, [.blob(keyID), .integer(time), .integer(Int64(limit))])
+        }
+    }
+
     package func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int {
         try perform(.read) { session throws(StorageError) in try session.count(SharedSQL.liveTokenCount, [.blob(keyID), .integer(time)]) }
     }
@@ -182,4 +188,10 @@ enum WorkspaceOfSQL {
     static let token = SQLStatement("SELECT workspace_id FROM tokens WHERE token_hash = ?")
     static let device = SQLStatement(
         "SELECT i.workspace_id FROM devices d JOIN integrations i ON i.client_id = d.client_id WHERE d.key_id = ?")
+    /// A device's live tokens, newest first (the console's device row).
+    static let liveTokensOfKey = SQLStatement(
+        inIssueOrder: """
+            SELECT \(SQLText.list(TokenRecord.columns)) FROM tokens WHERE key_id = ? AND expires_at > ?
+            ORDER BY \(SQLText.issueOrder(time: "issued_at", key: "token_hash", newestFirst: true)) LIMIT ?
+            """)
 }

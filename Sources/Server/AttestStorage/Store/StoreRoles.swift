@@ -98,6 +98,8 @@ package protocol AdminStore: Sendable {
     func devicePage(clientID: String, query: DeviceQuery, at time: Int64) throws(StorageError) -> DevicePage
     /// Unexpired tokens of one key.
     func liveTokenCount(keyID: [UInt8], at time: Int64) throws(StorageError) -> Int
+    /// The key's unexpired tokens, newest first, at most `limit` (an integration's cap, or 100).
+    func liveTokens(keyID: [UInt8], at time: Int64, limit: Int) throws(StorageError) -> [TokenRecord]
     /// Stores the integration's sealed DeviceCheck key; nil when the integration is unknown.
     func setFraudKey(
         clientID: String, keyID: String, sealedKey: [UInt8], at time: Int64, audit: AuditNote<Void>?
