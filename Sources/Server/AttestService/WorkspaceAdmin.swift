@@ -182,9 +182,8 @@ package struct WorkspaceAdmin: Sendable {
         return try admin(principal).devices(clientID: clientID, query: query)
     }
 
-    /// Blocks a device of one of the workspace's integrations; how many tokens went.
-    package func blockDevice(_ principal: AdminPrincipal, keyID: [UInt8]) throws(ServiceError) -> Int {
-        try require(principal, Self.changeRole, to: "block devices")
+    /// Refuses a device that is unknown or another workspace's alike (`device_not_found`).
+    private func ownedDevice(_ principal: AdminPrincipal, _ keyID: [UInt8]) throws(ServiceError) {
         guard let device = try stored({ () throws(StorageError) in try store.device(keyID: keyID) }) else {
             throw ServiceError.deviceNotFound
         }
@@ -193,6 +192,12 @@ package struct WorkspaceAdmin: Sendable {
         } catch  where error.code == .integrationNotFound {
             throw ServiceError.deviceNotFound
         }
+    }
+
+    /// Blocks a device of one of the workspace's integrations; how many tokens went.
+    package func blockDevice(_ principal: AdminPrincipal, keyID: [UInt8]) throws(ServiceError) -> Int {
+        try require(principal, Self.changeRole, to: "block devices")
+        try ownedDevice(principal, keyID)
         guard let tokens = try admin(principal).blockDevice(keyID: keyID) else { throw ServiceError.deviceNotFound }
         return tokens
     }
@@ -218,14 +223,7 @@ package struct WorkspaceAdmin: Sendable {
     /// SHA-256 (what a revocation names), times and kind, never the tokens themselves.
     package func deviceTokens(_ principal: AdminPrincipal, keyID: [UInt8]) throws(ServiceError) -> [TokenRecord] {
         try require(principal, Self.readRole, to: "read devices")
-        guard let device = try stored({ () throws(StorageError) in try store.device(keyID: keyID) }) else {
-            throw ServiceError.deviceNotFound
-        }
-        do {
-            _ = try owned(principal, device.clientID)
-        } catch  where error.code == .integrationNotFound {
-            throw ServiceError.deviceNotFound
-        }
+        try ownedDevice(principal, keyID)
         let now = clock.now()
         return try stored { () throws(StorageError) in try store.liveTokens(keyID: keyID, at: now, limit: 100) }
     }
