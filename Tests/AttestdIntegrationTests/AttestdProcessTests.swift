@@ -103,7 +103,8 @@ struct AttestdProcessTests {
     @Test("writes request lines in blocks: a held line within a second or two while it runs, the rest when it stops")
     func requestLinesReachTheLog() throws {
         let directory = try temporaryDirectory()
-        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0"], directory: directory)
+        // The test stands in for nginx on loopback: only a trusted proxy's X-Request-Id is adopted.
+        let attestd = try AttestdProcess(arguments: ["--listen", "127.0.0.1:0", "--trusted-proxy", "127.0.0.1/32"], directory: directory)
         let port = try #require(attestd.listeningPort())
         let client = try RawHTTPClient(port: port)
         #expect(try client.request("GET", "/no-such-route", headers: [("X-Request-Id", "while-running")]).status == 404)
