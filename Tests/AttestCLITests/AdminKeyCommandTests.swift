@@ -25,6 +25,36 @@ struct AdminKeyCommandTests {
         return (code, console)
     }
 
+    @Test("revoke --compromised revokes the key, the keys it created and theirs, and lists its changes (issue 37)")
+    func revokeCompromised() throws {
+        let (code, console) = create("ws1", "owner", "Leaked laptop")
+        #expect(code == 0)
+        let leakedSecret = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(create("ws1", "owner", "Bystander").0 == 0)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        let admin = WorkspaceAdmin(store: store)
+        // The holder of the leak makes a key for themself, which makes another, and suspends an app.
+        let leaked = try admin.authenticate(key: leakedSecret)
+        let backdoor = try admin.createKey(leaked, name: "backup", role: .owner)
+        let nested = try admin.createKey(try admin.authenticate(key: backdoor.secret), name: "nested", role: .admin)
+        let integration = try IntegrationAdmin(store: store, actor: "setup").create(
+            workspaceID: "ws1", name: "App", teamID: "ABCDE12345", bundleIDs: ["com.example.a"], environments: [.production])
+        #expect(try admin.setSuspended(leaked, clientID: integration.clientID, true).status == .active)
+        let revoke = Console(environment: ["USER": "carol"])
+        #expect(revoke.run(["admin-key", "revoke", leaked.keyID, "--compromised", "--db", database]) == 0)
+        let said = revoke.out.withLock { $0 }
+        #expect(
+            said.contains("revoked \(leaked.keyID)") && said.contains("revoked \(backdoor.record.id)")
+                && said.contains("revoked \(nested.record.id)"))
+        #expect(said.contains("integration.suspend  \(integration.clientID)") && said.contains("admin-key.create  \(backdoor.record.id)"))
+        for secret in [leakedSecret, backdoor.secret, nested.secret] {
+            #expect(throws: ServiceError.self) { try admin.authenticate(key: secret) }
+        }
+        let keys = try store.adminKeys(workspaceID: "ws1")
+        #expect(keys.first { $0.name == "Bystander" }?.revokedAt == nil)
+        #expect(Console().run(["admin-key", "revoke", "admk_0000000000000000", "--compromised", "--db", database]) == 1)
+    }
+
     @Test("create prints an adm_ key of 256 bits once and stores only its hash")
     func createStoresHash() throws {
         let (code, console) = create("ws1", "owner", "Ops owner")

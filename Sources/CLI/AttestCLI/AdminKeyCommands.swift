@@ -24,9 +24,12 @@ enum AdminKeyCommands {
         path: ["admin-key", "list"], summary: "List admin keys: ID, name, workspace, role, status (never the secret).",
         options: [workspaceFilter, StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
 
+    static let compromised = OptionSpec(
+        flag: "compromised", help: "a leaked key: also revoke every key it created (and theirs), and list its changes to review")
+
     static let revoke = Command(
         path: ["admin-key", "revoke"], summary: "Revoke an admin key: its next request, and its console sessions, are refused.",
-        options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runRevoke)
+        options: [compromised, StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runRevoke)
 
     static func workspaceAdmin(_ store: any TokenStore, _ io: ToolIO, _ options: ParsedOptions) -> WorkspaceAdmin {
         let person = StoreOptions.actorName(options, io)
@@ -93,6 +96,7 @@ enum AdminKeyCommands {
     static func runRevoke(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         let id = options.positionals[0]
         guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
+        if options.flag(compromised) { return runRevokeCompromised(id, store, options, io) }
         do {
             switch try workspaceAdmin(store, io, options).revokeKey(
                 id: id, actor: StoreOptions.actorName(options, io) + " (attestctl)")
@@ -104,6 +108,28 @@ enum AdminKeyCommands {
                 io.standardOutput("\(id) was already revoked; nothing changed\n")
             case true?:
                 io.standardOutput("revoked admin key \(id): its next request and its console sessions are refused\n")
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl admin-key revoke: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
+    /// `--compromised`: the key and the keys it created, revoked; then its changes, to review.
+    static func runRevokeCompromised(_ id: String, _ store: any TokenStore, _ options: ParsedOptions, _ io: ToolIO) -> Int32 {
+        do {
+            let admin = workspaceAdmin(store, io, options)
+            guard let report = try admin.revokeCompromised(id: id, actor: StoreOptions.actorName(options, io) + " (attestctl)") else {
+                io.standardError("attestctl admin-key revoke: no admin key \(id)\n")
+                return ExitCode.failure
+            }
+            for key in report.revoked { io.standardOutput("revoked \(key.id)  \(key.name)  \(key.role.rawValue)\n") }
+            for key in report.alreadyRevoked { io.standardOutput("already revoked \(key.id)  \(key.name)\n") }
+            io.standardOutput("\(report.changes.count) changes made with \(id), newest first (review each; undo what was not yours):\n")
+            for row in report.changes {
+                let entry = row.entry
+                io.standardOutput("  \(entry.at)  \(entry.action.rawValue)  \(entry.target)  \(entry.detail)\n")
             }
             return ExitCode.success
         } catch {

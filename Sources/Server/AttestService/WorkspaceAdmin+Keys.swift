@@ -63,6 +63,56 @@ extension WorkspaceAdmin {
         return try revoke(key, actor: actor)
     }
 
+    /// What `revokeCompromised` did: the keys it revoked (the leaked one first, then those it
+    /// created, and theirs), those already revoked, and every change the leaked key made, newest
+    /// first, for the operator to review.
+    package struct CompromisedKeyReport: Sendable {
+        package var revoked: [AdminKeyRecord] = []
+        package var alreadyRevoked: [AdminKeyRecord] = []
+        package var changes: [AuditListEntry] = []
+    }
+
+    /// A leaked admin key: revokes it, and every key it created (and they created, and so on: the
+    /// audit log's `admin-key.create` rows name the creator), so that no key the holder of the leak
+    /// made for themself stays behind; returns them with the leaked key's changes. Nil when no
+    /// such key.
+    package func revokeCompromised(id: String, actor: String) throws(ServiceError) -> CompromisedKeyReport? {
+        guard let leaked = try stored({ () throws(StorageError) in try store.adminKey(id: id) }) else { return nil }
+        var report = CompromisedKeyReport()
+        var queue = [leaked]
+        var seen: Set<String> = [leaked.id]
+        while !queue.isEmpty {
+            let key = queue.removeFirst()
+            if try revoke(key, actor: actor) == true { report.revoked.append(key) } else { report.alreadyRevoked.append(key) }
+            for created in try rows(AuditQuery(workspaceID: key.workspaceID, actions: [.adminKeyCreate], actor: "(\(key.id))")) {
+                let target = created.entry.target
+                guard !seen.contains(target), let child = try stored({ () throws(StorageError) in try store.adminKey(id: target) })
+                else { continue }
+                seen.insert(target)
+                queue.append(child)
+            }
+        }
+        report.changes = try rows(
+            AuditQuery(
+                workspaceID: leaked.workspaceID, actions: Set(AuditAction.allCases).subtracting([.consoleSignIn]), actor: "(\(leaked.id))"))
+        logger?.log(
+            .warning, "compromised admin key revoked", ["admin_key.id": .string(leaked.id), "keys_revoked": .int(report.revoked.count)])
+        return report
+    }
+
+    /// Every row `query` selects, a page at a time.
+    private func rows(_ query: AuditQuery) throws(ServiceError) -> [AuditListEntry] {
+        var query = query
+        query.limit = AuditQuery.maximumLimit
+        var all: [AuditListEntry] = []
+        while true {
+            let page = try stored { () throws(StorageError) in try store.auditPage(query) }
+            all += page.entries
+            guard let next = page.next else { return all }
+            query.before = next
+        }
+    }
+
     private func revoke(_ key: AdminKeyRecord, actor: String) throws(ServiceError) -> Bool? {
         let audit = AuditNote<Bool>(
             at: clock.now(), actor: actor, action: .adminKeyRevoke, target: key.id, workspaceID: key.workspaceID
