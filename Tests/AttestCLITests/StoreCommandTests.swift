@@ -97,7 +97,15 @@ struct StoreBackupTests {
         // Never over an existing file.
         let again = Console(now: 1_800_000_100)
         #expect(again.run(["store", "backup", "--db", location.argument, "--to", file]) == 1)
-        #expect(again.err.withLock { $0.contains("must not exist") })
+        #expect(again.err.withLock { $0.contains("it exists already") })
+        // A directory this user may not write (sysfs: not even root), and one that does not exist:
+        // each said as it is (issue 37).
+        let denied = Console(now: 1_800_000_100)
+        #expect(denied.run(["store", "backup", "--db", location.argument, "--to", "/sys/attestd-backup.sqlite"]) == 1)
+        #expect(denied.err.withLock { $0.contains("cannot write into /sys") })
+        let nowhere = Console(now: 1_800_000_100)
+        #expect(nowhere.run(["store", "backup", "--db", location.argument, "--to", "/nonexistent-\(UUID().uuidString)/b.sqlite"]) == 1)
+        #expect(nowhere.err.withLock { $0.contains("does not exist") })
     }
 }
 

@@ -49,7 +49,18 @@ enum StoreCommands {
         // is never overwritten, and the copy is never readable by others, whatever the umask.
         let descriptor = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            io.standardError("attestctl store backup: cannot create \(path): \(String(cString: strerror(errno))) (it must not exist)\n")
+            let failure = errno
+            let directory = (path as NSString).deletingLastPathComponent
+            let why =
+                switch failure {
+                case EEXIST: "it exists already: a backup never overwrites a file; choose a new name"
+                case EACCES, EPERM, EROFS:
+                    "this user (uid \(geteuid())) cannot write into \(directory.isEmpty ? "." : directory): "
+                        + "back up into a directory it may write, or run attestctl as root"
+                case ENOENT: "the directory \(directory) does not exist"
+                default: String(cString: strerror(failure))
+                }
+            io.standardError("attestctl store backup: cannot create \(path): \(why)\n")
             return ExitCode.failure
         }
         close(descriptor)
