@@ -166,7 +166,7 @@ struct AttestCtlVerifyTests {
     func version() {
         let console = Console()
         #expect(console.run(["--version"]) == 0)
-        #expect(console.out.withLock { $0 } == "attestctl \(BuildVersion.current)\n")
+        #expect(console.out.withLock { $0 } == "attestctl \(BuildVersion.current) (schema \(BuildVersion.schema))\n")
     }
 
     @Test("prints help on stdout and exits 0")

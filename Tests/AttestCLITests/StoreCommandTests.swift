@@ -122,6 +122,8 @@ struct ReleaseMigrationTests {
         #expect(last.version == BuildVersion.current)
         for dialect in SQLDialect.allCases {
             #expect(EmbeddedMigrations.all(dialect).map(\.id).max() == last.newestMigration, "\(dialect)")
+            // What --version, /healthz and attestd_build_info report as the build's schema.
+            #expect(EmbeddedMigrations.all(dialect).map(\.id).max() == BuildVersion.schema, "\(dialect)")
         }
     }
 }

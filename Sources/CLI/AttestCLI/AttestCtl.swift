@@ -51,7 +51,7 @@ package struct AttestCtl: Sendable {
             return ExitCode.usage
         }
         if arguments == ["--version"] {
-            io.standardOutput("attestctl \(BuildVersion.current)\n")
+            io.standardOutput("attestctl \(BuildVersion.described)\n")
             return ExitCode.success
         }
         if ["help", "--help", "-h"].contains(arguments[0]) {

@@ -20,6 +20,8 @@ package enum AttestAPI {
         /// False when `--apple-receipt-url` replaces Apple's receipt hosts (reported by /healthz).
         package var exchangesReceiptsWithApple = true
         package var version: String
+        /// The build's schema, the newest migration it knows (`/healthz`).
+        package var schema = 0
         /// The storage kind reported by /healthz and /readyz (`sqlite` or `postgresql`).
         package var storage: String
         /// Set only in `--insecure-test-mode`: enables the /test/ routes.

@@ -19,7 +19,7 @@ package enum CommandLineEntry {
             exit(ExitCode.success)
         }
         if arguments == ["--version"] {
-            FileHandle.standardOutput.write(Data("\(program) \(BuildVersion.current)\n".utf8))
+            FileHandle.standardOutput.write(Data("\(program) \(BuildVersion.described)\n".utf8))
             exit(ExitCode.success)
         }
         do {

@@ -3,6 +3,7 @@ import AttestCore
 package import AttestHTTP
 import AttestHTTPServer
 package import AttestObservability
+import AttestOptions
 package import AttestReceipts
 package import AttestService
 package import AttestStorage
@@ -167,7 +168,7 @@ package final class Application: Sendable {
             throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
         }
         let openedStore = store
-        metrics = Metrics(version: version)
+        metrics = Metrics(version: version, schema: BuildVersion.schema)
         let cache = StatisticsCache()
         statistics = cache
         gatewaySecrets = secrets
@@ -183,6 +184,7 @@ package final class Application: Sendable {
             limitsPerAddress: configuration.perAddress.perSecond > 0, logSuccessEvery: configuration.logSuccessEvery,
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
         settings.adminTrustedProxies = configuration.adminTrustedProxies
+        settings.schema = BuildVersion.schema
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         settings.trustedRoots = Self.trustedRoots(verifier.anchors)
         settings.offloadThreads = configuration.storeThreads

@@ -2,6 +2,7 @@ package import AttestClock
 package import AttestHTTP
 package import AttestHTTPServer
 package import AttestObservability
+import AttestOptions
 package import AttestService
 package import AttestStorage
 import Dispatch
@@ -94,7 +95,7 @@ package final class Server: Sendable {
                 "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
                 "admin.listen": .string(adminHTTP.map { "\(configuration.adminListen?.host ?? ""):\($0.port)" } ?? "off"),
                 "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
-                "version": .string(version),
+                "version": .string(version), "schema": .int(BuildVersion.schema),
             ])
     }
 
