@@ -55,6 +55,26 @@ struct AdminKeyCommandTests {
         #expect(Console().run(["admin-key", "revoke", "admk_0000000000000000", "--compromised", "--db", database]) == 1)
     }
 
+    @Test("a workspace has one live primary owner: a second is refused until the operator revokes the first (review I2)")
+    func onePrimaryOwner() throws {
+        let (first, console) = create("ws1", "primary_owner", "Founder")
+        #expect(first == 0)
+        let secret = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let (second, refused) = create("ws1", "primary_owner", "Successor")
+        #expect(second != 0 && refused.err.withLock { $0.contains("one primary owner") })
+        #expect(create("ws2", "primary_owner", "Other workspace").0 == 0)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        let admin = WorkspaceAdmin(store: store)
+        let founder = try admin.authenticate(key: secret)
+        // No key of the workspace revokes the primary owner, nor makes a second one.
+        #expect(throws: ServiceError.self) { try admin.createKey(founder, name: "Twin", role: .primaryOwner) }
+        let owner = try admin.createKey(founder, name: "Deputy", role: .owner)
+        #expect(throws: ServiceError.self) { try admin.revokeKey(try admin.authenticate(key: owner.secret), id: founder.keyID) }
+        // The operator moves ownership in two steps: revoke, then create.
+        #expect(Console().run(["admin-key", "revoke", founder.keyID, "--db", database]) == 0)
+        #expect(create("ws1", "primary_owner", "Successor").0 == 0)
+    }
+
     @Test("create prints an adm_ key of 256 bits once and stores only its hash")
     func createStoresHash() throws {
         let (code, console) = create("ws1", "owner", "Ops owner")

@@ -30,6 +30,15 @@ extension WorkspaceAdmin {
             throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
         }
         try Self.requireValidName(name)
+        if role == .primaryOwner,
+            try stored({ () throws(StorageError) in try store.adminKeys(workspaceID: workspaceID) })
+                .contains(where: { $0.role == .primaryOwner && $0.revokedAt == nil })
+        {
+            throw ServiceError.malformed(
+                .field(.role),
+                "a workspace has one primary owner, and this one has a live primary owner's key: the operator revokes it first "
+                    + "(attestctl admin-key revoke), then creates the new one")
+        }
         let secret = Self.keyPrefix + Base64Text.encode(try random.bytesOrFail(32), .url)
         let record = AdminKeyRecord(
             id: Self.keyIDPrefix + Hex.encode(try random.bytesOrFail(8)), keyHash: Digest.sha256(Array(secret.utf8)),
@@ -149,6 +158,11 @@ extension WorkspaceAdmin {
         }
         guard key.role <= principal.role else {
             throw ServiceError.forbiddenRole(principal.role, needs: key.role, to: "revoke a key of the \(key.role.rawValue) role")
+        }
+        // The primary owner is revoked by no other key: only the operator moves ownership.
+        guard key.role != .primaryOwner else {
+            throw ServiceError.forbiddenRole(
+                principal.role, needs: .primaryOwner, to: "revoke the primary owner's key (only attestctl does)")
         }
         guard try revoke(key, actor: principal.actor) != nil else { throw ServiceError.adminKeyNotFound }
     }

@@ -10,6 +10,11 @@ extension SQLTokenStore {
             guard try session.count(AdminKeySQL.liveNamed, [.text(key.workspaceID), .text(key.name)]) == 0 else {
                 throw .constraint("a live admin key of this workspace has this name")
             }
+            // One live primary owner per workspace (the service says so first; this holds it
+            // against two creations at once).
+            if key.role == .primaryOwner, try session.count(AdminKeySQL.livePrimaryOwners, [.text(key.workspaceID)]) > 0 {
+                throw .constraint("this workspace has a live primary owner")
+            }
             try session.run(AdminKeySQL.insertKey, key.storedValues)
             try Self.audit(audit, (), in: session)
         }
@@ -171,6 +176,8 @@ enum AdminKeySQL {
         inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE workspace_id = ? ORDER BY \(byIssue)")
     static let allKeys = SQLStatement(
         inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys ORDER BY workspace_id, \(byIssue)")
+    static let livePrimaryOwners = SQLStatement(
+        "SELECT count(*) FROM admin_keys WHERE workspace_id = ? AND role = 'primary_owner' AND revoked_at IS NULL")
     static let liveNamed = SQLStatement("SELECT count(*) FROM admin_keys WHERE workspace_id = ? AND name = ? AND revoked_at IS NULL")
     /// Serialises the creation of a workspace's keys on PostgreSQL (a transaction-scoped advisory
     /// lock on the workspace's name); SQLite's writer transaction holds its one lock already.
