@@ -25,7 +25,7 @@ struct AdminKeyCommandTests {
         return (code, console)
     }
 
-    @Test("revoke --compromised revokes the key, the keys it created and theirs, and lists its changes (issue 37)")
+    @Test("revoke --compromised revokes the key, the keys it created and theirs, and lists its changes")
     func revokeCompromised() throws {
         let (code, console) = create("ws1", "owner", "Leaked laptop")
         #expect(code == 0)

@@ -39,7 +39,7 @@ struct StoreCommandTests {
     func copy(_ backend: StoreBackend) throws {
         let (source, store) = try Self.populatedSQLite()
         let target = try TestStoreLocation(backend == .sqlite ? .sqlite : .postgresql)
-        // On a host whose clock runs two hours fast (issue 37): the tokens are copied all the same,
+        // On a host whose clock runs two hours fast: the tokens are copied all the same,
         // expired ones too (the target's purge deletes those by its own clock).
         let console = Console(now: 1_800_000_100 + 7200)
         #expect(console.run(["store", "copy", "--from", source.argument, "--to", target.argument, "--json"]) == 0)
@@ -101,7 +101,7 @@ struct StoreBackupTests {
         #expect(again.run(["store", "backup", "--db", location.argument, "--to", file]) == 1)
         #expect(again.err.withLock { $0.contains("it exists already") })
         // A directory this user may not write (sysfs: not even root), and one that does not exist:
-        // each said as it is (issue 37).
+        // each said as it is.
         let denied = Console(now: 1_800_000_100)
         #expect(denied.run(["store", "backup", "--db", location.argument, "--to", "/sys/attestd-backup.sqlite"]) == 1)
         #expect(denied.err.withLock { $0.contains("cannot write into /sys") })

@@ -40,19 +40,11 @@ enum AuditCommands {
         query.actor = options.value(actorFilter)
         query.target = options.value(target)
         if let text = options.value(action) {
-            switch text {
-            case "changes": query.actions = Set(AuditAction.allCases).subtracting([.consoleSignIn])
-            case "sign-ins": query.actions = [.consoleSignIn]
-            default:
-                for name in text.split(separator: ",") {
-                    guard let action = AuditAction(rawValue: String(name)) else {
-                        throw UsageError(
-                            message:
-                                "--action: unknown action \(name) (one of \(AuditAction.allCases.map(\.rawValue).joined(separator: ", ")))")
-                    }
-                    query.actions.insert(action)
-                }
+            guard let actions = AuditAction.named(text) else {
+                throw UsageError(
+                    message: "--action: changes, sign-ins or actions among \(AuditAction.allCases.map(\.rawValue).joined(separator: ", "))")
             }
+            query.actions = actions
         }
         let most: Int? = try options.integer(limit, in: 1...Int.max)
         return (query, most)

@@ -103,7 +103,7 @@ extension WorkspaceAdmin {
         }
         report.changes = try rows(
             AuditQuery(
-                workspaceID: leaked.workspaceID, actions: Set(AuditAction.allCases).subtracting([.consoleSignIn]), actor: "(\(leaked.id))"))
+                workspaceID: leaked.workspaceID, actions: AuditAction.changes, actor: "(\(leaked.id))"))
         logger?.log(
             .warning, "compromised admin key revoked", ["admin_key.id": .string(leaked.id), "keys_revoked": .int(report.revoked.count)])
         return report

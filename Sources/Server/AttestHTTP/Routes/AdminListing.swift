@@ -108,20 +108,11 @@ struct AdminListing {
     }
 
     static func actions(_ text: String) throws(Problem) -> Set<AuditAction> {
-        switch text {
-        case "changes": return Set(AuditAction.allCases).subtracting([.consoleSignIn])
-        case "sign-ins": return [.consoleSignIn]
-        default:
-            var actions: Set<AuditAction> = []
-            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
-                guard let action = AuditAction(rawValue: String(name)) else {
-                    throw Problem.malformed(
-                        .field(.action), "action must be changes, sign-ins or a comma-separated list of actions such as device.block")
-                }
-                actions.insert(action)
-            }
-            return actions
+        guard let actions = AuditAction.named(text) else {
+            throw Problem.malformed(
+                .field(.action), "action must be changes, sign-ins or a comma-separated list of actions such as device.block")
         }
+        return actions
     }
 
     /// A text filter of at most 200 bytes.

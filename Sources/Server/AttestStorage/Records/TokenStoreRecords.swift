@@ -319,6 +319,25 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case consoleSignIn = "console.sign-in"
     case debugTokenCreate = "debug-token.create"
     case debugTokenRevoke = "debug-token.revoke"
+
+    /// Every action but sign-ins: what a workspace admin reviews first.
+    package static let changes = Set(allCases).subtracting([.consoleSignIn])
+
+    /// The actions a filter names: `changes`, `sign-ins`, or a comma-separated list of actions;
+    /// nil when a name is none of them (the admin API's `action` and attestctl's `--action`).
+    package static func named(_ text: String) -> Set<AuditAction>? {
+        switch text {
+        case "changes": return changes
+        case "sign-ins": return [.consoleSignIn]
+        default:
+            var actions: Set<AuditAction> = []
+            for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let action = AuditAction(rawValue: String(name)) else { return nil }
+                actions.insert(action)
+            }
+            return actions
+        }
+    }
 }
 
 /// The audit row a change writes in the change's own transaction: who did what to what, and the
