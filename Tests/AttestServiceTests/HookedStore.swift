@@ -82,6 +82,7 @@ final class HookedStore: ServiceStore {
     func checkAvailable() throws(StorageError) { try base.checkAvailable() }
     var poolStatistics: PoolStatistics? { base.poolStatistics }
     func databaseTime() throws(StorageError) -> Double? { try base.databaseTime() }
+    func recordedTime() throws(StorageError) -> RecordedTime? { try base.recordedTime() }
 }
 
 /// Holds the first `parties` callers of `arrive` until all of them have arrived (a bounded

@@ -318,12 +318,12 @@ struct TokenServiceTests {
         defer { world.remove() }
         let token = try world.service.attest(try world.attestRequest(try SyntheticDevice()), from: "127.0.0.1").accessToken
         _ = try world.challenge()
-        #expect(try world.service.purgeExpired() == 0)
+        #expect(try world.service.purgeExpired().removed == 0)
         world.clock.advance(300)
-        #expect(try world.service.purgeExpired() == 2)  // the used and the unused challenge
+        #expect(try world.service.purgeExpired().removed == 2)  // the used and the unused challenge
         #expect(try world.service.introspect(token) != nil)
         world.clock.advance(3300)
-        #expect(try world.service.purgeExpired() == 1)  // the token
+        #expect(try world.service.purgeExpired().removed == 1)  // the token
         #expect(try world.service.introspect(token) == nil)
     }
 }

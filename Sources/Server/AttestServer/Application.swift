@@ -225,8 +225,13 @@ package final class Application: Sendable {
                     ("attestd_db_pool_waiting", "Requests waiting for a PostgreSQL connection now (0 on SQLite).", pool?.waiting ?? 0),
                     (
                         "attestd_clock_skew_milliseconds",
-                        "The shared database's clock minus this node's at the last purge tick (0 on SQLite); past 5000 either way the node refuses to serve.",
+                        "The shared database's clock minus this node's at the last purge tick; past 5000 either way a PostgreSQL node refuses to serve. On SQLite what the purge sees: minus a step ahead while it holds back for it, or how far the clock reads before the newest token.",
                         Int(((service.clockSkewSeconds ?? 0) * 1000).rounded())
+                    ),
+                    (
+                        "attestd_purge_held_back_seconds",
+                        "Seconds the purge's horizon is behind this node's clock (SQLite, for one token lifetime after a start or a step ahead): expired rows it keeps for now.",
+                        Int(service.purgeHeldBackSeconds.rounded())
                     ),
                     (
                         "attestd_last_purge_timestamp_seconds",
@@ -353,13 +358,38 @@ package final class Application: Sendable {
     package func purge() {
         checkClock()
         do {
-            let removed = try service.purgeExpired()
+            let report = try service.purgeExpired()
             statistics.lastPurge = service.clock.now()
-            if removed > 0 { logger.log(.info, "purged expired rows", ["rows": .int(removed)]) }
+            if let verdict = report.verdict { tellHeldBack(verdict) }
+            if report.removed > 0 { logger.log(.info, "purged expired rows", ["rows": .int(report.removed)]) }
         } catch {
             logger.log(.error, "purge failed", ["error": .string(error.subcode.identifier)])
         }
         refreshStatistics()
+    }
+
+    /// Says in the log what a SQLite node saw of its own clock at a purge: a step ahead (the purge
+    /// then holds back for one token lifetime rather than delete live tokens), a first purge on a
+    /// clock past the newest token by more than a stop would explain, a clock before it.
+    private func tellHeldBack(_ verdict: PurgeHorizon.Verdict) {
+        let lifetime = service.policy.tokenLifetime
+        if let step = verdict.step {
+            logger.log(
+                .error,
+                "this node's clock stepped ahead while running: the purge deletes nothing that could still be live for one token lifetime (check NTP)",
+                ["clock.step_seconds": .int(Int(step.rounded())), "hold_seconds": .int(Int(lifetime))])
+        } else if verdict.first, verdict.heldBack >= 1 {
+            logger.log(
+                verdict.heldBack >= Double(lifetime) ? .info : .warning,
+                "this node's clock reads past the newest token in its database: unless attestd was stopped or idle that long, the clock is fast (check NTP); the purge deletes nothing that could still be live for one token lifetime",
+                ["clock.ahead_of_newest_token_seconds": .int(Int(verdict.heldBack.rounded())), "hold_seconds": .int(Int(lifetime))])
+        }
+        if let behind = verdict.behind {
+            logger.log(
+                .error,
+                "this node's clock reads before the newest token in its database: it stepped back (check NTP); tokens then stay valid longer",
+                ["clock.behind_newest_token_seconds": .int(Int(behind.rounded()))])
+        }
     }
 
     /// Measures this node's clock against the database's (PostgreSQL) and says so in the log when

@@ -22,6 +22,31 @@ final class ClockCheck: Sendable {
 
     private func record(_ skew: Double?) { measured.store(skew.map(\.bitPattern) ?? Self.unmeasured, ordering: .releasing) }
 
+    /// What a SQLite node can see of its own clock: the bits of the skew in the database-minus-node
+    /// sense (a step ahead while the purge holds back for it, or how far the clock reads before
+    /// the newest token's issue time), and of how far the purge holds back, seconds.
+    private let local = Atomic<UInt64>(ClockCheck.unmeasured)
+    private let heldBack = Atomic<UInt64>(Double(0).bitPattern)
+
+    /// The skew a SQLite node can see; nil when it sees none.
+    var localSkew: Double? {
+        let bits = local.load(ordering: .acquiring)
+        return bits == Self.unmeasured ? nil : Double(bitPattern: bits)
+    }
+
+    /// Seconds the purge's horizon is behind this node's clock (0: not held back).
+    var purgeHeldBack: Double { Double(bitPattern: heldBack.load(ordering: .acquiring)) }
+
+    /// Keeps what a purge's verdict showed of this node's clock.
+    func recordLocal(_ verdict: PurgeHorizon.Verdict) {
+        heldBack.store(verdict.heldBack.bitPattern, ordering: .releasing)
+        let seen: Double? =
+            if let step = verdict.step { -step } else if let behind = verdict.behind { behind } else if verdict.heldBack > 0 {
+                localSkew.flatMap { $0 < 0 ? $0 : nil }
+            } else { nil }
+        local.store(seen.map(\.bitPattern) ?? Self.unmeasured, ordering: .releasing)
+    }
+
     /// Measures the skew: the database's time against the middle of this node's round trip.
     func measure(store: any StoreMaintenance, clock: any WallClock) throws(StorageError) -> Double? {
         let before = clock.preciseNow()
@@ -42,8 +67,13 @@ extension TokenService {
         try stored { () throws(StorageError) in try clockCheck.measure(store: store, clock: clock) }
     }
 
-    /// The last measured skew (database minus node, seconds); nil for SQLite or before the first.
-    package var clockSkewSeconds: Double? { clockCheck.skew }
+    /// The last measured skew (database minus node, seconds): against PostgreSQL's clock; on
+    /// SQLite what the purge can see (a step ahead while it holds back, a clock before the newest
+    /// token). Nil before the first measurement or when nothing is seen.
+    package var clockSkewSeconds: Double? { clockCheck.skew ?? clockCheck.localSkew }
+
+    /// Seconds the purge holds back behind this node's clock (SQLite, after a step ahead).
+    package var purgeHeldBackSeconds: Double { clockCheck.purgeHeldBack }
 
     /// Whether the last measurement is within the tolerance (always for SQLite).
     package var clockAgrees: Bool { abs(clockCheck.skew ?? 0) <= policy.clockSkewToleranceSeconds }

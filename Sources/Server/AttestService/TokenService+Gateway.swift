@@ -59,11 +59,26 @@ extension TokenService {
 
     // MARK: Housekeeping
 
-    /// Deletes expired tokens and challenges; returns how many rows went.
-    package func purgeExpired() throws(ServiceError) -> Int {
+    /// Deletes expired tokens and challenges; says how many rows went, and how far the purge
+    /// held back for a clock that stepped ahead (`PurgeHorizon`).
+    package func purgeExpired() throws(ServiceError) -> PurgeReport {
         // Why: the purge deletes every node's expired rows by this node's clock.
         try requireAgreeingClock()
-        return try stored { () throws(StorageError) in try store.purgeExpired(at: clock.now()) }
+        let verdict = try purgeVerdict()
+        let removed = try stored { () throws(StorageError) in try store.purgeExpired(at: verdict?.time ?? clock.now()) }
+        return PurgeReport(removed: removed, verdict: verdict)
+    }
+
+    /// The horizon of this purge on a store whose clock is this node's (SQLite) and a clock that
+    /// can tell a step from time passing; nil otherwise (PostgreSQL's clock check guards it).
+    private func purgeVerdict() throws(ServiceError) -> PurgeHorizon.Verdict? {
+        guard let monotonic = clock.monotonicSeconds(),
+            let recorded = try stored({ () throws(StorageError) in try store.recordedTime() })
+        else { return nil }
+        let wall = clock.preciseNow()
+        let verdict = purgeHorizon.withLock { $0.verdict(wall: wall, monotonic: monotonic, newestIssue: recorded.newestIssue) }
+        clockCheck.recordLocal(verdict)
+        return verdict
     }
 
     /// Counts and size for the metrics gauges.

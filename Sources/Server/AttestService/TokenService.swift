@@ -29,6 +29,8 @@ package final class TokenService: Sendable {
     let challenges: ChallengeLedger
     /// This node's clock against the shared database's, as last measured.
     let clockCheck = ClockCheck()
+    /// How far a purge may delete on a store whose clock is this node's.
+    let purgeHorizon: Mutex<PurgeHorizon>
     /// Client IDs this node has read as active (`issueChallenge`).
     let activeHints = ActiveIntegrationHints()
     /// SHA-256 (hex) of each trust anchor: a device records the one its chain ended at, and
@@ -51,6 +53,7 @@ package final class TokenService: Sendable {
         self.random = random
         self.policy = policy
         challenges = ChallengeLedger(store: store, lifetime: policy.challengeLifetime)
+        purgeHorizon = Mutex(PurgeHorizon(hold: Double(policy.tokenLifetime), tolerance: policy.clockSkewToleranceSeconds))
         anchorFingerprints = Set(verifier.anchors.map(\.sha256Hex))
         self.receipts = receipts
         self.observer = observer

@@ -8,11 +8,16 @@ package protocol WallClock: Sendable {
     func now() -> Int64
     /// Unix seconds with a fraction, for measuring the clock against another (`ClockCheck`).
     func preciseNow() -> Double
+    /// Seconds on a clock nobody sets (monotonic), to tell a step of this clock from time
+    /// passing (`PurgeHorizon`); nil for a clock that has none (a test's, a frozen one).
+    func monotonicSeconds() -> Double?
 }
 
 extension WallClock {
     /// Whole seconds, for clocks that keep no finer time (a test's clock).
     package func preciseNow() -> Double { Double(now()) }
+    /// None: a clock that only moves when told has no steps to tell from time passing.
+    package func monotonicSeconds() -> Double? { nil }
 }
 
 /// The system's wall clock.
@@ -23,6 +28,13 @@ package struct SystemWallClock: WallClock {
     package func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
     /// Unix seconds with a fraction from the system.
     package func preciseNow() -> Double { Date().timeIntervalSince1970 }
+    /// Seconds on the monotonic clock since this process first asked (suspension included).
+    package func monotonicSeconds() -> Double? {
+        let elapsed = ContinuousClock.now - Self.origin
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    private static let origin = ContinuousClock.now
 }
 
 /// A clock that can be set: a test's clock, and `POST /test/clock` in `--insecure-test-mode`.

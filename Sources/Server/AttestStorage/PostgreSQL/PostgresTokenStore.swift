@@ -443,6 +443,9 @@ package final class PostgresTokenStore: SQLTokenStore {
         return try row.double(0)
     }
 
+    /// Nil: the server's clock is checked instead (`databaseTime`).
+    package func recordedTime() throws(StorageError) -> RecordedTime? { nil }
+
     /// Checks that the server answers (`/readyz`).
     package func checkAvailable() throws(StorageError) {
         try perform(.read) { session throws(StorageError) in _ = try session.rows(SQLStatement("SELECT 1"), []) }

@@ -225,6 +225,14 @@ package final class SQLiteTokenStore: SQLTokenStore {
     /// Nil: one node owns a SQLite database, so its clock is the only one.
     package func databaseTime() throws(StorageError) -> Double? { nil }
 
+    /// The newest token's issue time: tokens is a rowid table in order of issue, so one step.
+    package func recordedTime() throws(StorageError) -> RecordedTime? {
+        let row = try perform(.read) { session throws(StorageError) in
+            try session.row(SQLStatement("SELECT issued_at FROM tokens ORDER BY seq DESC LIMIT 1"), [])
+        }
+        return RecordedTime(newestIssue: try row?.int64(0))
+    }
+
     package func checkIntegrity() throws(StorageError) {
         try writer.use { database throws(StorageError) in try database.quickCheck() }
     }

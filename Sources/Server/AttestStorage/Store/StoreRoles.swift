@@ -197,6 +197,17 @@ package protocol StoreMaintenance: Sendable {
     /// The database server's clock, Unix seconds, when the store is shared by several nodes
     /// (PostgreSQL); nil for a store only this node uses (SQLite), whose clock is the node's.
     func databaseTime() throws(StorageError) -> Double?
+    /// What a store only this node uses (SQLite) recorded of time, for a purge on a clock that may
+    /// have stepped ahead (`PurgeHorizon`); nil for a store with a clock of its own (PostgreSQL).
+    func recordedTime() throws(StorageError) -> RecordedTime?
+}
+
+/// The newest time a store recorded.
+package struct RecordedTime: Sendable, Equatable {
+    /// Unix seconds: when the newest token was issued (nil: no token).
+    package var newestIssue: Int64?
+
+    package init(newestIssue: Int64?) { self.newestIssue = newestIssue }
 }
 
 /// Everything attestd persists: every role, implemented by both backends.
