@@ -70,12 +70,15 @@ package final class GatewaySecrets: Sendable {
             throw FileError(
                 description: "the gateway secret file \(file) exists but cannot be read by this user (check its owner and mode)")
         }
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
-        guard !lines.isEmpty else { throw FileError(description: "the gateway secret file \(file) holds no secret") }
-        guard lines.allSatisfy({ $0.utf8.count >= 16 }) else {
-            throw FileError(description: "every gateway secret in \(file) must be at least 16 characters")
+        let numbered = text.split(separator: "\n", omittingEmptySubsequences: false).enumerated()
+            .map { (number: $0.offset + 1, text: $0.element.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            .filter { !$0.text.isEmpty && !$0.text.hasPrefix("#") }
+        guard !numbered.isEmpty else { throw FileError(description: "the gateway secret file \(file) holds no secret") }
+        if let short = numbered.first(where: { $0.text.utf8.count < 16 }) {
+            // The line's number, never its text: it is a secret, or part of one.
+            throw FileError(description: "\(file) line \(short.number): a gateway secret must be at least 16 characters")
         }
+        let lines = numbered.map(\.text)
         return lines.map { Array($0.utf8) }
     }
 }

@@ -15,16 +15,22 @@ extension Application {
     }
 
     /// SIGHUP (`systemctl reload attestd`): re-reads the gateway secrets and `--config`. A wrong
-    /// file changes nothing and says which line is wrong.
+    /// file changes nothing and says which line is wrong, and `attestd_config_last_reload_successful`
+    /// turns 0 until a reload succeeds. A setting removed from the file returns to what the flags
+    /// and environment say.
     package func reload() {
-        reloadGatewaySecrets()
-        guard let file = configFile else { return }
-        do {
-            Self.apply(try LiveSettings.read(file), to: logger)
-            // At warning, so that it shows at every level but error.
-            logger.log(.warning, "settings reloaded", ["file": .string(file), "log_level": .string(logger.minimumLevel.rawValue)])
-        } catch {
-            logger.log(.error, "settings not reloaded; the previous ones stay in force", ["error": .string(error.description)])
+        var succeeded = reloadGatewaySecrets()
+        if let file = configFile {
+            do {
+                let settings = try LiveSettings.read(file)
+                logger.threshold.set(settings.logLevel ?? startLogLevel)
+                // At warning, so that it shows at every level but error.
+                logger.log(.warning, "settings reloaded", ["file": .string(file), "log_level": .string(logger.minimumLevel.rawValue)])
+            } catch {
+                logger.log(.error, "settings not reloaded; the previous ones stay in force", ["error": .string(error.description)])
+                succeeded = false
+            }
         }
+        statistics.lastReloadSucceeded = succeeded
     }
 }

@@ -4,6 +4,28 @@ import AttestObservability
 import Foundation
 
 extension Application {
+    /// The primary trust anchor: Apple's App Attestation root, or the one `file` holds.
+    static func trustAnchor(_ file: String?) throws(StartupError) -> TrustAnchor {
+        guard let file else {
+            do {
+                return try TrustAnchor.appleAppAttestationRoot()
+            } catch {
+                throw StartupError(description: "cannot load the trust anchor: \(error)")
+            }
+        }
+        guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw StartupError(
+                description: FileManager.default.fileExists(atPath: file)
+                    ? "the trust anchor file \(file) exists but cannot be read by this user"
+                    : "the trust anchor file \(file) does not exist")
+        }
+        do {
+            return try TrustAnchor.custom(pem: pem)
+        } catch {
+            throw StartupError(description: "cannot load the trust anchor: \(error)")
+        }
+    }
+
     /// The root of `--additional-root`: a PEM certificate that is not the primary anchor, logged
     /// loudly with its fingerprint and expiry.
     static func additionalRoot(_ file: String, primary: TrustAnchor, logger: Logger) throws(StartupError) -> TrustAnchor {

@@ -27,13 +27,15 @@ package final class Application: Sendable {
     /// The gateway credentials, re-read on SIGHUP (nil without `--gateway-secret-file`).
     package let gatewaySecrets: GatewaySecrets?
     /// The gauges' values, refreshed with every purge (at start and then every purge interval).
-    private let statistics: StatisticsCache
+    let statistics: StatisticsCache
     /// The receipt refresher, made when `--secrets-key-file` is given and the interval is not 0;
     /// `Server` starts it once it listens.
     package let receiptRefresher: ReceiptRefresher?
     let logger: Logger
     /// Settings re-read on SIGHUP (`--config`), if any.
     let configFile: String?
+    /// The log level of the flags and environment: what a settings file without `log-level` means.
+    let startLogLevel: LogLevel
 
     /// Why attestd refused to start (exit 1 with the message).
     package struct StartupError: Error, CustomStringConvertible {
@@ -51,6 +53,7 @@ package final class Application: Sendable {
     ) throws(StartupError) {
         self.logger = logger
         configFile = configuration.configFile
+        startLogLevel = configuration.logLevel
         if let file = configuration.configFile {
             try Self.applyConfigFile(file, to: logger)
         }
@@ -105,26 +108,11 @@ package final class Application: Sendable {
                 description:
                     "cannot open database \(configuration.database.redacted): \(DatabaseProblem.explain(error, configuration.database))")
         }
-        let anchor: TrustAnchor
-        do {
-            if let file = configuration.trustAnchorFile {
-                guard let pem = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw StartupError(
-                        description: FileManager.default.fileExists(atPath: file)
-                            ? "the trust anchor file \(file) exists but cannot be read by this user"
-                            : "the trust anchor file \(file) does not exist")
-                }
-                anchor = try TrustAnchor.custom(pem: pem)
-                logger.log(
-                    .warning, "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
-                    ["trust_anchor.file": .string(file), "trust_anchor.is_apple": .bool(anchor.isAppleRoot)])
-            } else {
-                anchor = try TrustAnchor.appleAppAttestationRoot()
-            }
-        } catch let error as StartupError {
-            throw error
-        } catch {
-            throw StartupError(description: "cannot load the trust anchor: \(error)")
+        let anchor = try Self.trustAnchor(configuration.trustAnchorFile)
+        if let file = configuration.trustAnchorFile {
+            logger.log(
+                .warning, "TRUST ANCHOR REPLACED: attestations are verified against a non-Apple root; for tests and demos only",
+                ["trust_anchor.file": .string(file), "trust_anchor.is_apple": .bool(anchor.isAppleRoot)])
         }
         var secrets: GatewaySecrets?
         if let file = configuration.gatewaySecretFile {
@@ -234,6 +222,11 @@ package final class Application: Sendable {
                         Int(service.purgeHeldBackSeconds.rounded())
                     ),
                     (
+                        "attestd_config_last_reload_successful",
+                        "0 when the last reload (SIGHUP, systemctl reload) failed to read a file: the settings in force are the previous ones, and the next start would refuse the file.",
+                        cache.lastReloadSucceeded ? 1 : 0
+                    ),
+                    (
                         "attestd_last_purge_timestamp_seconds",
                         "Unix time of this node's last purge of expired rows that succeeded (0 before the first).", Int(cache.lastPurge)
                     ),
@@ -340,17 +333,19 @@ package final class Application: Sendable {
     }
 
     /// Re-reads the gateway secrets file (SIGHUP); on an error the secrets in force stay and the
-    /// error is logged. Never logs a secret.
-    package func reloadGatewaySecrets() {
+    /// error is logged. Never logs a secret. False when the file could not be read.
+    func reloadGatewaySecrets() -> Bool {
         guard let secrets = gatewaySecrets else {
             if configFile == nil { logger.log(.warning, "SIGHUP: neither --gateway-secret-file nor --config to re-read") }
-            return
+            return true
         }
         do {
             let count = try secrets.reload()
             logger.log(.info, "gateway secrets reloaded", ["file": .string(secrets.file), "secrets": .int(count)])
+            return true
         } catch {
             logger.log(.error, "gateway secrets not reloaded; the previous ones stay in force", ["error": .string(error.description)])
+            return false
         }
     }
 
@@ -418,10 +413,19 @@ package final class Application: Sendable {
     }
 }
 
-/// The last counted store statistics, and when the last purge succeeded, for the gauges.
+/// The last counted store statistics, when the last purge succeeded and whether the last reload
+/// did, for the gauges.
 final class StatisticsCache: Sendable {
     private let value = Mutex(StoreStatistics(activeIntegrations: 0, activeDevices: 0, revokedIntegrations: 0, bytes: 0))
     private let purged = Atomic<Int64>(0)
+
+    private let reloaded = Atomic<Bool>(true)
+
+    /// Whether the last reload (SIGHUP) read every file; true until one fails.
+    var lastReloadSucceeded: Bool {
+        get { reloaded.load(ordering: .relaxed) }
+        set { reloaded.store(newValue, ordering: .relaxed) }
+    }
 
     /// Unix seconds of the last purge that succeeded; 0 before the first.
     var lastPurge: Int64 {

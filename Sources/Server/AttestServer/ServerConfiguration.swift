@@ -37,6 +37,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     /// TEST MODE: an injectable clock and seeded challenges, for replaying recorded devices.
     /// Only from the command line (no environment variable), and only on a loopback address.
     package var insecureTestMode = false
+    /// `--check-config`: read what a start would read, say what is wrong, and exit.
+    package var checkOnly = false
 
     /// HTTP worker threads: `--threads`, or by default four times the number of cores (the
     /// measurements behind the default are in docs/BENCHMARKS.md).
@@ -211,6 +213,10 @@ package struct ServerConfiguration: Sendable, Equatable {
         rate(
             "challenge-rate", environment: "ATTESTD_CHALLENGE_RATE",
             help: "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)", \.challengePerIntegration),
+        Setting(
+            flag: "check-config",
+            help: "read the flags, the environment and every file a start reads (--config, secrets, roots), say what is wrong, exit 0 or 1"
+        ) { configuration throws(UsageError) in configuration.checkOnly = true },
         Setting(
             "config", environment: "ATTESTD_CONFIG", value: "FILE",
             help: "settings that can change while attestd runs (log-level = ...), read at start and on SIGHUP (systemctl reload)"

@@ -17,6 +17,14 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 let configuration = CommandLineEntry.parse(program: "attestd", usage: ServerConfiguration.usage, arguments: arguments) {
     arguments throws(UsageError) in try ServerConfiguration.parse(arguments, environment: ProcessInfo.processInfo.environment)
 }
+// --check-config: what a start would refuse, with these flags and this environment; no start.
+if configuration.checkOnly {
+    let problems = Application.checkConfiguration(configuration)
+    for problem in problems { FileHandle.standardError.write(Data("attestd: \(problem)\n".utf8)) }
+    if problems.isEmpty { FileHandle.standardOutput.write(Data("attestd: the configuration is fine\n".utf8)) }
+    exit(problems.isEmpty ? 0 : 1)
+}
+
 // Request lines are written in blocks (at the latest a second later); every other line at once.
 let logSink = BlockBufferedSink()
 let logger = Logger(sink: logSink, minimumLevel: configuration.logLevel)
