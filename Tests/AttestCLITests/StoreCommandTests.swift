@@ -42,19 +42,65 @@ struct StoreCommandTests {
         // On a host whose clock runs two hours fast: the tokens are copied all the same,
         // expired ones too (the target's purge deletes those by its own clock).
         let console = Console(now: 1_800_000_100 + 7200)
+        let before = try store.snapshot(at: 1_800_000_100)
         #expect(console.run(["store", "copy", "--from", source.argument, "--to", target.argument, "--json"]) == 0)
+        #expect(console.json["audit_entries"] as? Int == before.auditEntries.count)
+        #expect(console.json["admin_keys"] as? Int == 0)
+        #expect(console.json["source_marked_moved"] as? Bool == (backend == .postgresql))
         #expect(console.json["integrations"] as? Int == 2)
         #expect(console.json["revoked_integrations"] as? Int == 1)
         #expect(console.json["devices"] as? Int == 3)
         #expect(console.json["tokens"] as? Int == 3)
         let copied = try TokenStores.openExisting(target.location, busyTimeout: .milliseconds(1000))
-        #expect(try copied.snapshot(at: 1_800_000_100) == store.snapshot(at: 1_800_000_100))
+        #expect(try copied.snapshot(at: 1_800_000_100) == before)
         if let password = target.password { #expect(!console.out.withLock { $0.contains(password) }) }
 
         let again = Console(now: 1_800_000_100)
         #expect(again.run(["store", "copy", "--from", source.argument, "--to", target.argument]) == 1)
         #expect(again.err.withLock { $0.contains("holds 2 integrations already") })
         #expect(try copied.snapshot(at: 1_800_000_100).integrations.count == 2)
+    }
+
+    @Test(
+        "a SQLite file copied to PostgreSQL is marked moved: attestd's store and attestctl refuse it, naming where it went; it can be copied again",
+        .enabled(if: StoreBackend.available.contains(.postgresql)))
+    func movedFileCannotComeBack() throws {
+        let (source, _) = try Self.populatedSQLite()
+        let target = try TestStoreLocation(.postgresql)
+        let move = Console(now: 1_800_000_100)
+        #expect(move.run(["store", "copy", "--from", source.argument, "--to", target.argument, "--actor", "ana"]) == 0)
+        #expect(move.out.withLock { $0.contains("is marked moved") })
+        let redacted = target.location.redacted
+        // attestd's way in (open and migrate) and attestctl's (an existing store).
+        let refusedStart = storageError { () throws(StorageError) in
+            _ = try TokenStores.open(source.location, connections: 1, busyTimeout: .seconds(1), migrateAt: 0)
+        }
+        #expect(refusedStart?.code == .moved)
+        #expect(refusedStart?.reason.contains(redacted) == true)
+        if let password = target.password { #expect(refusedStart?.reason.contains(password) == false) }
+        let list = Console(now: 1_800_000_100)
+        #expect(list.run(["integration", "list", "--db", source.argument]) == 1)
+        #expect(list.err.withLock { $0.contains("was moved to \(redacted)") })
+        #expect(Console(now: 1_800_000_100).run(["migrate", "--db", source.argument]) == 1)
+        // The move is in the file's own audit log, by whom.
+        let copy = try TestStoreLocation(.sqlite)
+        let again = Console(now: 1_800_000_200)
+        #expect(again.run(["store", "copy", "--from", source.argument, "--to", copy.argument, "--json"]) == 0)
+        #expect(again.json["source_marked_moved"] as? Bool == false)
+        let copied = try TokenStores.openExisting(copy.location, busyTimeout: .seconds(1))
+        let moveEntry = try #require(try copied.snapshot(at: 0).auditEntries.last)
+        #expect(moveEntry.action == .storeMove && moveEntry.target == redacted && moveEntry.actor == "ana (attestctl)")
+        // A copy to SQLite moves nothing: its source stays usable.
+        #expect(Console(now: 1_800_000_300).run(["integration", "list", "--db", copy.argument]) == 0)
+    }
+
+    private func storageError(_ body: () throws(StorageError) -> Void) -> StorageError? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return error
+        }
     }
 
     @Test("refuses a missing source and the same database on both sides")
@@ -73,6 +119,8 @@ struct StoreBackupTests {
         "writes a consistent copy of the live database, audit log included, to a new file of mode 0600", arguments: StoreBackend.available)
     func backup(_ backend: StoreBackend) throws {
         let (sqlite, populated) = try StoreCommandTests.populatedSQLite()
+        // Before the copy to PostgreSQL writes its move into the SQLite file's own audit log.
+        let original = try populated.snapshot(at: 1_800_000_100)
         let location: TestStoreLocation
         if backend == .sqlite {
             location = sqlite
@@ -89,7 +137,6 @@ struct StoreBackupTests {
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
         #expect(mode & 0o777 == 0o600)
         let copy = try TokenStores.openExisting(.sqlite(path: file), busyTimeout: .milliseconds(1000))
-        let original = try populated.snapshot(at: 1_800_000_100)
         let backedUp = try copy.snapshot(at: 1_800_000_100)
         #expect(backedUp.integrations == original.integrations)
         #expect(backedUp.devices == original.devices)

@@ -44,7 +44,9 @@ struct AttestdConfigTests {
         #expect(missingOutput.contains("absent.conf does not exist"))
     }
 
-    @Test("a reload that fails turns attestd_config_last_reload_successful to 0 until one succeeds; a removed log-level returns to the flag's")
+    @Test(
+        "a reload that fails turns attestd_config_last_reload_successful to 0 until one succeeds; a removed log-level returns to the flag's"
+    )
     func reloadGauge() throws {
         let directory = try temporaryDirectory()
         let settings = directory.appendingPathComponent("attestd.conf")

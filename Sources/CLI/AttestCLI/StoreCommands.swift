@@ -83,8 +83,9 @@ enum StoreCommands {
 
     static let copy = Command(
         path: ["store", "copy"],
-        summary: "Copy integrations (revoked ones too), devices and unexpired tokens into an empty database, in one transaction.",
-        options: [from, to, StoreOptions.json],
+        summary:
+            "Copy everything (integrations, devices, tokens, debug tokens, admin keys, audit) into an empty database, in one transaction; a SQLite file copied to PostgreSQL is marked moved.",
+        options: [from, to, StoreOptions.actor, StoreOptions.json],
         run: runCopy)
 
     static func location(_ value: String, _ option: String) throws(UsageError) -> StoreLocation {
@@ -116,30 +117,64 @@ enum StoreCommands {
         let target = try location(options.required(to), "to")
         guard source != target else { throw UsageError(message: "--from and --to name the same database") }
         do {
-            let origin = try TokenStores.openExisting(source, busyTimeout: .milliseconds(5000))
+            // A moved file may be copied again (how it moved, and how to move it anew).
+            let origin = try TokenStores.openExisting(source, busyTimeout: .milliseconds(5000), allowingMoved: true)
             // Every token, expired or not: this host's clock decides nothing here (one two hours fast
             // once copied none); attestd's purge deletes the expired ones on the target.
             let snapshot = try origin.snapshot(at: 0)
             // The target gets its schema here: copying into an empty database is how it is set up.
             let (destination, _) = try TokenStores.migrate(target, create: true, busyTimeout: .milliseconds(5000), at: io.now())
             try destination.restore(snapshot)
-            let revoked = snapshot.integrations.filter { $0.status == .revoked }.count
+            let summary = CopySummary(snapshot)
+            // A SQLite file whose data now live in PostgreSQL is marked moved: attestd and
+            // attestctl refuse it, naming where it went, so a host that missed the new ATTESTD_DB
+            // cannot serve the old file's tokens (revoked there since).
+            var moved: SQLiteTokenStore?
+            if case .postgresql = target, let file = origin as? SQLiteTokenStore { moved = file }
+            try moved?.markMoved(
+                to: target.redacted, by: StoreOptions.actorName(options, io) + " (attestctl)", at: io.now(), detail: summary.sentence)
             if options.flag(StoreOptions.json) {
                 io.standardOutput(
                     JSONText.render(
-                        .object([
-                            ("devices", snapshot.devices.count), ("from", source.redacted), ("integrations", snapshot.integrations.count),
-                            ("revoked_integrations", revoked), ("to", target.redacted), ("tokens", snapshot.tokens.count),
-                        ]), pretty: true) + "\n")
+                        .object(
+                            summary.fields + [
+                                ("from", source.redacted), ("to", target.redacted), ("source_marked_moved", moved != nil),
+                            ]),
+                        pretty: true) + "\n")
             } else {
                 io.standardOutput(
-                    "copied \(snapshot.integrations.count) integrations (\(revoked) revoked), \(snapshot.devices.count) devices "
-                        + "and \(snapshot.tokens.count) tokens from \(source.redacted) to \(target.redacted)\n")
+                    "copied \(summary.sentence) from \(source.redacted) to \(target.redacted)\n"
+                        + (moved == nil ? "" : "\(source.redacted) is marked moved: attestd and attestctl refuse it from now on\n"))
             }
             return ExitCode.success
         } catch {
             io.standardError("attestctl store copy: \(error.reason)\n")
             return ExitCode.failure
         }
+    }
+}
+
+/// What `store copy` copied, counted from the snapshot it wrote.
+struct CopySummary {
+    let snapshot: StoreSnapshot
+
+    init(_ snapshot: StoreSnapshot) { self.snapshot = snapshot }
+
+    private var revoked: Int { snapshot.integrations.filter { $0.status == .revoked }.count }
+
+    /// One sentence: every kind of row, revoked integrations apart.
+    var sentence: String {
+        "\(snapshot.integrations.count) integrations (\(revoked) revoked), \(snapshot.devices.count) devices, "
+            + "\(snapshot.tokens.count) tokens, \(snapshot.debugTokens.count) debug tokens, \(snapshot.adminKeys.count) admin keys "
+            + "and \(snapshot.auditEntries.count) audit entries"
+    }
+
+    /// The same counts as JSON fields.
+    var fields: [(String, any Sendable)] {
+        [
+            ("admin_keys", snapshot.adminKeys.count), ("audit_entries", snapshot.auditEntries.count),
+            ("debug_tokens", snapshot.debugTokens.count), ("devices", snapshot.devices.count),
+            ("integrations", snapshot.integrations.count), ("revoked_integrations", revoked), ("tokens", snapshot.tokens.count),
+        ]
     }
 }

@@ -319,6 +319,8 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case consoleSignIn = "console.sign-in"
     case debugTokenCreate = "debug-token.create"
     case debugTokenRevoke = "debug-token.revoke"
+    /// `attestctl store copy` moved a SQLite file's data to PostgreSQL (written in the file it left).
+    case storeMove = "store.move"
 
     /// Every action but sign-ins: what a workspace admin reviews first.
     package static let changes = Set(allCases).subtracting([.consoleSignIn])

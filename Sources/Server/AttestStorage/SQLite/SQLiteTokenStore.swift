@@ -48,21 +48,24 @@ package final class SQLiteTokenStore: SQLTokenStore {
     ) throws(StorageError) {
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
         try database.cheapCheck()
+        try database.refuseIfMoved(path)
         _ = try Migrator(report: report).migrate(database, at: time)
         try self.init(writing: database, path: path, readerCount: readerCount, busyTimeout: busyTimeout, create: true)
     }
 
     /// Opens an existing database without creating or migrating it (attestctl): `missing` when
     /// there is no file at `path`, `schemaBehind` or `migrationUnknown` when its schema is not
-    /// exactly this binary's.
-    package convenience init(existingAt path: String, readerCount: Int = 1, busyTimeout: Duration = .milliseconds(5000))
-        throws(StorageError)
-    {
+    /// exactly this binary's, `moved` when `store copy` moved it (unless `allowingMoved`: the
+    /// source of another copy).
+    package convenience init(
+        existingAt path: String, readerCount: Int = 1, busyTimeout: Duration = .milliseconds(5000), allowingMoved: Bool = false
+    ) throws(StorageError) {
         guard FileSize.exists(path) else {
             throw .missing("there is no database at \(path); attestd creates it when it first starts (check --db or ATTESTD_DB)")
         }
         let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: false)
         try database.cheapCheck()
+        if !allowingMoved { try database.refuseIfMoved(path) }
         try Migrator().requireCurrent(database)
         try self.init(writing: database, path: path, readerCount: readerCount, busyTimeout: busyTimeout, create: false)
     }
@@ -231,6 +234,12 @@ package final class SQLiteTokenStore: SQLTokenStore {
             try session.row(SQLStatement("SELECT issued_at FROM tokens ORDER BY seq DESC LIMIT 1"), [])
         }
         return RecordedTime(newestIssue: try row?.int64(0))
+    }
+
+    /// Marks this file moved to `target` by `store copy` (`SQLiteMovedMark`): nothing opens it
+    /// for use again.
+    package func markMoved(to target: String, by actor: String, at time: Int64, detail: String) throws(StorageError) {
+        try writer.use { database throws(StorageError) in try database.markMoved(to: target, by: actor, at: time, detail: detail) }
     }
 
     package func checkIntegrity() throws(StorageError) {

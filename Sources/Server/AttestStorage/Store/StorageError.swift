@@ -37,6 +37,9 @@ package enum StorageErrorCode: String, ErrorCode {
     case schemaBehind = "schema_behind"
     /// The target of a copy already holds data.
     case notEmpty = "not_empty"
+    /// `attestctl store copy` moved this SQLite file's data to another database: using it would
+    /// serve what was revoked there since.
+    case moved
     /// A concurrent transaction conflicted (PostgreSQL deadlock or serialization failure). The
     /// store retries these; callers see it only when the retries ran out.
     case conflict
@@ -45,6 +48,10 @@ package enum StorageErrorCode: String, ErrorCode {
 }
 
 extension StorageError {
+    /// A `moved` error.
+    package static func moved(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
+        StorageError(.moved, reason, file: file, line: line)
+    }
     /// A `busy` error.
     package static func busy(_ reason: String, file: String = #fileID, line: Int = #line) -> StorageError {
         StorageError(.busy, reason, file: file, line: line)

@@ -27,11 +27,14 @@ package enum TokenStores {
     }
 
     /// Opens an existing store whose schema is exactly this binary's, creating and migrating
-    /// nothing (attestctl): `missing`, `schemaBehind` or `migrationUnknown` otherwise.
-    package static func openExisting(_ location: StoreLocation, busyTimeout: Duration) throws(StorageError) -> any TokenStore {
+    /// nothing (attestctl): `missing`, `schemaBehind` or `migrationUnknown` otherwise, and
+    /// `moved` for a SQLite file `store copy` moved, unless `allowingMoved` (a copy's source).
+    package static func openExisting(
+        _ location: StoreLocation, busyTimeout: Duration, allowingMoved: Bool = false
+    ) throws(StorageError) -> any TokenStore {
         switch location {
         case .sqlite(let path):
-            return try SQLiteTokenStore(existingAt: path, busyTimeout: busyTimeout)
+            return try SQLiteTokenStore(existingAt: path, busyTimeout: busyTimeout, allowingMoved: allowingMoved)
         case .postgresql(var settings):
             settings.poolSize = 1
             return try PostgresTokenStore(existing: settings)
@@ -51,6 +54,7 @@ package enum TokenStores {
             }
             let database = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, create: create)
             try database.cheapCheck()
+            try database.refuseIfMoved(path)
             let applied = try Migrator().migrate(database, at: time)
             return (try SQLiteTokenStore(existingAt: path, busyTimeout: busyTimeout), applied)
         case .postgresql(var settings):
