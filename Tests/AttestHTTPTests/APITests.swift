@@ -1,6 +1,7 @@
 import AttestCore
 import AttestCrypto
 import AttestHTTP
+import AttestServer
 import AttestService
 import AttestStorage
 import AttestTesting
@@ -160,6 +161,32 @@ struct APITests {
         for client in clients { #expect(try client.request("GET", "/healthz").status == 200) }
         let metrics = try world.client().request("GET", "/metrics").text
         #expect(metrics.contains(#"attestd_connections_refused_total{reason="per_address"} 0"#))
+    }
+
+    @Test(
+        "a balancer trusted with --trusted-proxy and the default per-address limits: 100 challenges for 100 forwarded clients all 200, one forwarded client held to its own limit, 200 connections from the balancer all served"
+    )
+    func trustedBalancerOneRule() throws {
+        // The several-nodes recipe of docs/OPERATIONS.md: the balancer's address trusted, nothing else changed.
+        let world = try HTTPWorld(listening: true) {
+            $0.perAddress = ServerConfiguration().perAddress
+            $0.connectionsPerAddress = ServerConfiguration().connectionsPerAddress
+            $0.trustedProxies = ["127.0.0.1/32"]
+        }
+        let balancer = try world.client()
+        func challenge(from client: String) throws -> Int {
+            try balancer.postJSON(
+                "/v1/challenge", #"{"client_id": "\#(world.integration.clientID)"}"#, headers: [("X-Forwarded-For", client)]
+            ).status
+        }
+        let spread = try (0..<100).map { try challenge(from: "198.51.100.\($0 + 1)") }
+        #expect(spread.allSatisfy { $0 == 200 }, "\(Dictionary(grouping: spread, by: { $0 }).mapValues(\.count))")
+        let one = try (0..<100).map { _ in try challenge(from: "203.0.113.9") }
+        #expect(one.contains(429), "one forwarded client keeps its own limit")
+        #expect(one.prefix(40).allSatisfy { $0 == 200 }, "its burst of 40 is its own")
+        let connections = try (0..<200).map { _ in try world.client() }
+        let served = try connections.map { try $0.request("GET", "/healthz").status }
+        #expect(served.filter { $0 == 200 }.count == 200)
     }
 
     /// GET /metrics once the held connection's close has reached the server (a new one is admitted),
