@@ -8,7 +8,7 @@ import { guarded } from "./guard.js";
 const kinds = [
   ["changes", "Changes (not sign-ins)"], ["", "Everything"], ["sign-ins", "Sign-ins"],
   ["integration.suspend,integration.resume,integration.revoke,integration.update", "Integration changes"],
-  ["device.block,token.revoke", "Blocked devices and revoked tokens"],
+  ["device.block,device.unblock,token.revoke", "Blocked and unblocked devices, revoked tokens"],
   ["admin-key.create,admin-key.revoke", "Admin keys"], ["debug-token.create,debug-token.revoke", "Debug tokens"],
 ];
 

@@ -171,6 +171,45 @@ struct IntegrationCommandTests {
         #expect(both.err.withLock { $0.contains(#""level":"warning""#) && $0.contains("development keys") })
     }
 
+    @Test(
+        "device unblock makes a blocked key active again, audited with --actor; an active key changes nothing; an unknown key and a revoked integration's exit 1"
+    )
+    func deviceUnblock() throws {
+        let console = Console()
+        #expect(create(console) == 0)
+        let clientID = console.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let store = try SQLiteTokenStore(existingAt: database)
+        let key = [UInt8](repeating: 9, count: 32), now: Int64 = 1_800_000_000
+        #expect(try store.insertChallenge(id: key, clientID: clientID, createdAt: now, expiresAt: now + 300))
+        let device = DeviceRecord(
+            keyID: key, clientID: clientID, publicKey: [4] + [UInt8](repeating: 9, count: 64), counter: 0, environment: .production,
+            receipt: [], status: .active, createdAt: now, updatedAt: now)
+        let token = TokenRecord(
+            tokenHash: key, clientID: clientID, workspaceID: "ws", keyID: key, scope: "messages", issuedAt: now, expiresAt: now + 3600)
+        #expect(try store.registerDevice(device, firstToken: token, consumingChallenge: key, at: now) == .registered)
+        let hex = Hex.encode(key)
+        let active = Console()
+        #expect(active.run(["device", "unblock", hex, "--db", database]) == 0)
+        #expect(active.out.withLock { $0.contains("is not blocked: nothing changed") })
+        #expect(Console().run(["device", "block", hex, "--db", database]) == 0)
+        let unblocked = Console()
+        #expect(unblocked.run(["device", "unblock", hex, "--db", database, "--actor", "dana"]) == 0)
+        #expect(unblocked.out.withLock { $0.contains("unblocked device \(hex)") })
+        #expect(try store.device(keyID: key)?.status == .active)
+        let audit = Console()
+        #expect(audit.run(["audit", "list", "--db", database, "--action", "device.unblock"]) == 0)
+        #expect(audit.out.withLock { $0.contains("dana") && $0.contains(hex) })
+        let unknown = Console()
+        #expect(unknown.run(["device", "unblock", String(repeating: "00", count: 32), "--db", database]) == 1)
+        #expect(unknown.err.withLock { $0.contains("no device") })
+        #expect(Console().run(["device", "block", hex, "--db", database]) == 0)
+        #expect(Console().run(["integration", "revoke", clientID, "--db", database, "--yes"]) == 0)
+        let revoked = Console()
+        #expect(revoked.run(["device", "unblock", hex, "--db", database]) == 1)
+        #expect(revoked.err.withLock { $0.contains("revoked integration") })
+        #expect(try store.device(keyID: key)?.status == .revoked)
+    }
+
     @Test("token revoke, device block, suspend and resume are audited with the person behind them (SUDO_USER before USER, or --actor)")
     func incidentCommandsAudited() throws {
         let console = Console(environment: ["USER": "root", "SUDO_USER": "alice"])

@@ -45,6 +45,26 @@ extension TokenStoreContractTests {
         #expect(try world.store.blockDevice(keyID: [UInt8](repeating: 77, count: 32), at: Self.time, audit: nil) == nil)
     }
 
+    @Test(
+        "a blocked device unblocks once (its old tokens stay deleted), an active one is not blocked, an unknown one is not found, a revoked integration's stays blocked",
+        arguments: StoreBackend.available)
+    func unblock(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        try world.register(1)
+        let keyID = world.device(1).keyID
+        #expect(try world.store.unblockDevice(keyID: keyID, at: Self.time, audit: nil) == .notBlocked)
+        #expect(try world.store.blockDevice(keyID: keyID, at: Self.time, audit: nil) == 1)
+        let note = AuditNote<Void>(at: Self.time, actor: "ana", action: .deviceUnblock, target: "k", workspaceID: nil) { _ in "" }
+        #expect(try world.store.unblockDevice(keyID: keyID, at: Self.time + 1, audit: note) == .unblocked)
+        #expect(try world.store.device(keyID: keyID)?.status == .active)
+        #expect(try world.store.activeToken(hash: world.token(1, keySeed: 1).tokenHash, at: Self.time) == nil)
+        #expect(try world.store.auditPage(AuditQuery(workspaceID: nil, actions: [.deviceUnblock])).entries.map(\.entry.actor) == ["ana"])
+        #expect(try world.store.unblockDevice(keyID: [UInt8](repeating: 77, count: 32), at: Self.time, audit: nil) == .notFound)
+        _ = try world.store.revokeIntegration(clientID: "clid_contract", at: Self.time, audit: nil)
+        #expect(try world.store.unblockDevice(keyID: keyID, at: Self.time, audit: nil) == .integrationRevoked)
+        #expect(try world.store.device(keyID: keyID)?.status == .revoked)
+    }
+
     @Test("a token of a device blocked by other means (a row edited by hand) is not active", arguments: StoreBackend.available)
     func tokenChecksItsDevice(_ backend: StoreBackend) throws {
         let world = try World(backend)

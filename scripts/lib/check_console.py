@@ -6,7 +6,7 @@ simulate`. Run by scripts/check console, which makes the virtualenv; prints PASS
 
 As a workspace owner (its key from attestctl): sign in, create an integration (first with a bad Team ID:
 the message shows), copy its client ID, run devices against it, see them in Devices, suspend and resume
-it, block one device, revoke the integration with the confirmation (the typed name), see it revoked and
+it, block one device (focus back on its row, now offering Unblock), revoke the integration with the confirmation (the typed name), see it revoked and
 its devices' tokens refused by /v1/authorize, read the audit log, create a developer key in Admin keys,
 sign out. As that developer: no create, revoke, block or key control. Then a creation with the
 keyboard only. No page may log an error (a CSP violation included). Screenshots go to --artifacts.
@@ -197,6 +197,11 @@ def suspend_and_block(t, browser, attestd, tokens):
     browser.find("#confirm-ok").click()
     browser.wait(lambda d: "blocked" in d.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")[0].text.lower())
     t.check(sum(authorize(attestd.port, token) == 200 for token in tokens) == 2, "Block blocks the device: its token is refused at once")
+    focused = browser.driver.execute_script(
+        "const a = document.activeElement; return [a.closest('tr') && a.closest('tr').dataset.keyId, a.textContent];")
+    blocked_key = browser.find("tbody tr[data-key-id]").get_attribute("data-key-id")
+    t.check(focused == [blocked_key, "Unblock"], "after the block, focus is back on the device's row, on its Unblock button "
+            "(attestd runs with --device-unblock on)", "%s" % focused)
     find_device(t, browser, rows_key(browser)[0])
     revoke_one_token(t, browser, attestd, tokens)
 
@@ -536,7 +541,7 @@ def main():
         os.remove(stale)
     run([attestctl, "simulate", "--write-trust-anchor", root, "--state", args.state], check=True)
     attestd = Attestd(os.path.join(args.bin, "attestd"), os.path.join(args.work, "attestd.log"),
-                      ["--db", db, "--trust-anchor", root, "--address-rate", "0"])
+                      ["--db", db, "--trust-anchor", root, "--address-rate", "0", "--device-unblock", "on"])
     if not t.check(attestd.started() and attestd.admin_port, "attestd starts with its admin listener on loopback",
                    attestd.log_text()[-600:]):
         return t.finish()

@@ -32,7 +32,7 @@ package struct AttestCtl: Sendable {
         VerifyCommands.attestation, VerifyCommands.assertion, VerifyCommands.receipt, IntegrationCommands.create,
         IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
         IntegrationCommands.resume, PolicyCommands.update, FraudKeyCommands.setFraudKey, DeviceCommands.list,
-        DeviceCommands.show, TokenCommands.revoke, DeviceCommands.block, AuditCommands.list,
+        DeviceCommands.show, TokenCommands.revoke, DeviceCommands.block, DeviceCommands.unblock, AuditCommands.list,
         AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.revoke, DebugTokenCommands.create, DebugTokenCommands.list,
         DebugTokenCommands.revoke, StoreCommands.migrate, StoreCommands.check,
         StoreCommands.copy, StoreCommands.backup, SimulateCommand.command,

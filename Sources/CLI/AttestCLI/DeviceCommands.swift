@@ -4,7 +4,7 @@ import AttestService
 import AttestStorage
 import Foundation
 
-/// `attestctl device list|show|block`: an integration's devices, and the lever for one.
+/// `attestctl device list|show|block|unblock`: an integration's devices, and the levers for one.
 enum DeviceCommands {
     static let clientID = OptionSpec("client-id", value: "CLID", help: "the integration whose devices to list", required: true)
 
@@ -109,6 +109,12 @@ enum DeviceCommands {
         summary: "Block one device key (standard base64 or 64 hex digits): its tokens stop working at once, it can never refresh again.",
         options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runBlock)
 
+    static let unblock = Command(
+        path: ["device", "unblock"],
+        summary:
+            "Make a blocked device key active again (not a revoked integration's): it refreshes by assertion; its old tokens stay revoked.",
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runUnblock)
+
     /// A device's KEY_ID argument: the 32-byte key ID as 64 hex digits (as `device list` prints it) or
     /// standard base64 (as the app sends it). Shared by `device block` and `device show`.
     static func keyID(_ text: String) throws(UsageError) -> [UInt8] {
@@ -127,6 +133,27 @@ enum DeviceCommands {
             }
             io.standardOutput("blocked device \(Hex.encode(keyID)): \(tokens) tokens revoked\n")
             return ExitCode.success
+        }
+    }
+
+    static func runUnblock(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
+        let text = options.positionals[0]
+        let keyID = try keyID(text)
+        return StoreOptions.administering("device unblock", options, io) { admin throws(ServiceError) -> Int32 in
+            switch try admin.unblockDevice(keyID: keyID) {
+            case .unblocked:
+                io.standardOutput("unblocked device \(Hex.encode(keyID)): it may refresh again\n")
+                return ExitCode.success
+            case .notBlocked:
+                io.standardOutput("device \(Hex.encode(keyID)) is not blocked: nothing changed\n")
+                return ExitCode.success
+            case .integrationRevoked:
+                io.standardError("attestctl device unblock: device \(text) belongs to a revoked integration; its keys stay blocked\n")
+                return ExitCode.failure
+            case .notFound:
+                io.standardError("attestctl device unblock: no device \(text)\n")
+                return ExitCode.failure
+            }
         }
     }
 }

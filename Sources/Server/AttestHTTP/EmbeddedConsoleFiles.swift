@@ -259,7 +259,7 @@ import { guarded } from "./guard.js";
 const kinds = [
   ["changes", "Changes (not sign-ins)"], ["", "Everything"], ["sign-ins", "Sign-ins"],
   ["integration.suspend,integration.resume,integration.revoke,integration.update", "Integration changes"],
-  ["device.block,token.revoke", "Blocked devices and revoked tokens"],
+  ["device.block,device.unblock,token.revoke", "Blocked and unblocked devices, revoked tokens"],
   ["admin-key.create,admin-key.revoke", "Admin keys"], ["debug-token.create,debug-token.revoke", "Debug tokens"],
 ];
 
@@ -1042,6 +1042,11 @@ async function revokeIntegration(session, clientID) {
   overviewScreen(session, clientID);
 }
 
+/** Focus back on the device's row after an action re-rendered the page: its first action. */
+function focusRow(keyID) {
+  document.querySelector(`tr[data-key-id="${keyID}"] .row-actions button`)?.focus();
+}
+
 export async function devicesScreen(session, clientID) {
   const integration = await api.get(path(clientID));
   const search = h("input", { type: "search", id: "device-search", placeholder: "Hex prefix or base64 key ID", autocomplete: "off",
@@ -1064,19 +1069,37 @@ export async function devicesScreen(session, clientID) {
         const ok = await confirmDialog({
           title: "Block this device?",
           body: [h("p", {}, "Device ", h("code", { class: "wrap" }, d.key_id), ` (attested ${when(d.created_at)}): its ${d.live_tokens} `
-            + "live tokens stop working at once and this key can never refresh or attest again. The app gets a new key only if it "
-            + "deliberately starts over (resetKey), within the integration's policy.")],
+            + "live tokens stop working at once and this key cannot refresh or attest again"
+            + (session.can_unblock_devices ? " until it is unblocked here." : ": only the operator can unblock it.")
+            + " The app gets a new key only if it deliberately starts over (resetKey), within the integration's policy.")],
           action: "Block device",
         });
         if (!ok) return;
         const result = await api.post(`/admin/v1/devices/${d.key_id}/block`, {});
         toast(`Device ${d.key_id.slice(0, 12)}… blocked: ${result.tokens_revoked} tokens revoked.`);
         await pages.reload();
+        focusRow(d.key_id);
+      }));
+      const unblock = h("button", { type: "button", class: "quiet small", "aria-label": `Unblock device ${d.key_id.slice(0, 12)}` },
+        "Unblock");
+      unblock.addEventListener("click", guarded(async () => {
+        const ok = await confirmDialog({
+          title: "Unblock this device?",
+          body: [h("p", {}, "Device ", h("code", { class: "wrap" }, d.key_id), ` (attested ${when(d.created_at)}) may refresh again `
+            + "with its key. The tokens revoked when it was blocked stay revoked.")],
+          action: "Unblock device",
+        });
+        if (!ok) return;
+        await api.post(`/admin/v1/devices/${d.key_id}/unblock`, {});
+        toast(`Device ${d.key_id.slice(0, 12)}… unblocked.`);
+        await pages.reload();
+        focusRow(d.key_id);
       }));
       const tokens = h("button", { type: "button", class: "quiet small", "aria-expanded": "false",
         "aria-label": `Live tokens of device ${d.key_id.slice(0, 12)}`, disabled: d.live_tokens === 0 }, "Tokens");
       tokens.addEventListener("click", guarded(() => toggleTokens(tokens, d)));
-      cells.push(h("td", { class: "row-actions" }, block, tokens));
+      const lever = d.status !== "active" && session.can_unblock_devices ? unblock : block;
+      cells.push(h("td", { class: "row-actions" }, lever, tokens));
     }
     return h("tr", { "data-key-id": d.key_id }, cells);
   };

@@ -46,7 +46,7 @@ struct Problem: Error, Sendable {
                 case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded, .receiptRequired: 403
                 case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound, .debugTokenNotFound: 404
                 case .adminUnauthenticated: 401
-                case .forbiddenRole: 403
+                case .forbiddenRole, .unblockDisabled: 403
                 case .keyAlreadyRegistered, .debugTokenLimit: 409
                 case .rateLimited: 429
                 case .internalError: 500

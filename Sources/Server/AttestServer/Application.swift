@@ -177,8 +177,9 @@ package final class Application: Sendable {
         settings.trustedRoots = Self.trustedRoots(verifier.anchors)
         settings.offloadThreads = configuration.storeThreads
         let workspaceAdmin = WorkspaceAdmin(
-            store: store, clock: clock, logger: logger, sessions: ConsoleSessionPolicy(idleSeconds: Int64(configuration.consoleIdleSeconds))
-        )
+            store: store, clock: clock, logger: logger,
+            sessions: ConsoleSessionPolicy(idleSeconds: Int64(configuration.consoleIdleSeconds)),
+            devicesUnblockable: configuration.deviceUnblock)
         let listener = ListenerGauges()
         self.listener = listener
         self.workspaceAdmin = workspaceAdmin

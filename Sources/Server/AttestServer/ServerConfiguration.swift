@@ -39,6 +39,8 @@ package struct ServerConfiguration: Sendable, Equatable {
     package var insecureTestMode = false
     /// `--check-config`: read what a start would read, say what is wrong, and exit.
     package var checkOnly = false
+    /// `--device-unblock on`: workspace admins may unblock their devices (attestctl always may).
+    package var deviceUnblock = false
 
     /// HTTP worker threads: `--threads`, or by default four times the number of cores (the
     /// measurements behind the default are in docs/BENCHMARKS.md).
@@ -213,6 +215,12 @@ package struct ServerConfiguration: Sendable, Equatable {
         rate(
             "challenge-rate", environment: "ATTESTD_CHALLENGE_RATE",
             help: "challenges per second per integration (default 5000, burst 2x; 0 = unlimited)", \.challengePerIntegration),
+        Setting(
+            "device-unblock", environment: "ATTESTD_DEVICE_UNBLOCK", value: "on|off",
+            help: "whether workspace admins may unblock their blocked devices (admin API, console; default off); attestctl always may"
+        ) { configuration, text, spec throws(UsageError) in
+            configuration.deviceUnblock = try spec.choice(text, among: ["on": true, "off": false])
+        },
         Setting(
             flag: "check-config",
             help: "read the flags, the environment and every file a start reads (--config, secrets, roots), say what is wrong, exit 0 or 1"

@@ -176,6 +176,15 @@ package struct IntegrationAdmin: Sendable {
         return tokens
     }
 
+    /// Makes a blocked key active again, unless its integration is revoked (the operator's lever,
+    /// attestctl; the admin API only where the operator allows it).
+    package func unblockDevice(keyID: [UInt8]) throws(ServiceError) -> DeviceUnblock {
+        let audit: AuditNote<Void> = note(.deviceUnblock, Hex.encode(keyID), at: clock.now()) { _ in "" }
+        let outcome = try stored { () throws(StorageError) in try store.unblockDevice(keyID: keyID, at: audit.at, audit: audit) }
+        if outcome == .unblocked { logger?.log(.warning, "device unblocked", ["key.id": .string(Hex.encode(keyID))]) }
+        return outcome
+    }
+
     /// Stores the integration's DeviceCheck key `pem` (a PKCS#8 P-256 key, checked here) sealed
     /// with `secretsKey` (AES-256-GCM, bound to the client ID and key ID); nil when the integration
     /// is unknown. The key is never logged nor audited: the audit row names its key ID.

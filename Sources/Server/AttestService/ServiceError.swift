@@ -47,6 +47,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case debugTokenNotFound = "debug_token_not_found"
         /// The integration holds its maximum of live debug tokens.
         case debugTokenLimit = "debug_token_limit"
+        /// The operator does not let workspace admins unblock devices (`--device-unblock`).
+        case unblockDisabled = "unblock_disabled"
     }
 
     /// The request fields, by their wire names.
@@ -150,6 +152,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case debugToken
         case debugTokenNotFound
         case debugTokenLimit
+        case unblockDisabled
 
         /// The stable wire spelling.
         package var identifier: String {
@@ -188,6 +191,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .debugToken: "debug_token"
             case .debugTokenNotFound: "debug_token_not_found"
             case .debugTokenLimit: "debug_token_limit"
+            case .unblockDisabled: "unblock_disabled"
             }
         }
     }
@@ -263,6 +267,9 @@ extension ServiceError {
     package static let adminUnauthenticated = ServiceError(
         .adminUnauthenticated, .adminCredential, "send Authorization: Bearer adm_... with a valid admin key, or sign in again")
     static let deviceNotFound = ServiceError(.deviceNotFound, .deviceNotFound, "no device has this key ID in this workspace")
+    static let unblockDisabled = ServiceError(
+        .unblockDisabled, .unblockDisabled,
+        "this attestd does not let workspace admins unblock devices (its operator sets --device-unblock)")
     static let tokenNotFound = ServiceError(.tokenNotFound, .tokenNotFound, "no live token with this value in this workspace")
     static let adminKeyNotFound = ServiceError(.adminKeyNotFound, .adminKeyNotFound, "no admin key has this ID in this workspace")
     static let deviceBlocked = ServiceError(.deviceBlocked, .deviceBlocked, "this device key is blocked")

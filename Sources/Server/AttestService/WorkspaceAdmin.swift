@@ -79,12 +79,15 @@ package struct WorkspaceAdmin: Sendable {
     package let sessions: ConsoleSessionPolicy
     /// This node's sign-in buckets (per key and per address).
     let signIns: RateLimiter
+    /// Whether the operator lets workspace admins unblock devices (`--device-unblock`).
+    package let devicesUnblockable: Bool
 
     package init(
         store: any AdminStore & AdminKeyStore & DebugTokenStore, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(),
-        logger: Logger? = nil, sessions: ConsoleSessionPolicy = ConsoleSessionPolicy()
+        logger: Logger? = nil, sessions: ConsoleSessionPolicy = ConsoleSessionPolicy(), devicesUnblockable: Bool = false
     ) {
+        self.devicesUnblockable = devicesUnblockable
         self.store = store
         self.clock = clock
         self.random = random
@@ -200,6 +203,21 @@ package struct WorkspaceAdmin: Sendable {
         try ownedDevice(principal, keyID)
         guard let tokens = try admin(principal).blockDevice(keyID: keyID) else { throw ServiceError.deviceNotFound }
         return tokens
+    }
+
+    /// Unblocks a device of one of the workspace's integrations, where the operator allows it:
+    /// `unblock_disabled` otherwise, `integration_revoked` for a revoked integration's device.
+    /// True when it was blocked, false when it was active already.
+    package func unblockDevice(_ principal: AdminPrincipal, keyID: [UInt8]) throws(ServiceError) -> Bool {
+        try require(principal, Self.changeRole, to: "unblock devices")
+        guard devicesUnblockable else { throw ServiceError.unblockDisabled }
+        try ownedDevice(principal, keyID)
+        switch try admin(principal).unblockDevice(keyID: keyID) {
+        case .unblocked: return true
+        case .notBlocked: return false
+        case .integrationRevoked: throw ServiceError.integrationRevoked
+        case .notFound: throw ServiceError.deviceNotFound
+        }
     }
 
     /// Revokes one live access token of the workspace's; `token_not_found` for an unknown,

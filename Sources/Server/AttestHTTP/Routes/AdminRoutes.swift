@@ -30,6 +30,7 @@ struct AdminRoutes: Sendable {
         api.on("POST", "/integrations/{client_id}/debug-tokens", name: "admin_debug_token_create", createDebugToken)
         api.on("DELETE", "/integrations/{client_id}/debug-tokens/{id}", name: "admin_debug_token_revoke", revokeDebugToken)
         api.on("POST", "/devices/{key_id}/block", name: "admin_device_block", block)
+        api.on("POST", "/devices/{key_id}/unblock", name: "admin_device_unblock", unblock)
         api.on("GET", "/devices/{key_id}/tokens", name: "admin_device_tokens", deviceTokens)
         api.on("POST", "/tokens/revoke", name: "admin_token_revoke", revokeToken)
         api.on("GET", "/audit", name: "admin_audit", audit)
@@ -52,6 +53,7 @@ struct AdminRoutes: Sendable {
             ("role", principal.role.rawValue), ("can_change", principal.role >= WorkspaceAdmin.changeRole),
             ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
             ("can_manage_debug_tokens", principal.role >= WorkspaceAdmin.debugTokenRole),
+            ("can_unblock_devices", principal.role >= WorkspaceAdmin.changeRole && admin.devicesUnblockable),
         ])
     }
 
@@ -166,6 +168,13 @@ struct AdminRoutes: Sendable {
         let keyID = try Self.keyID(context)
         let tokens = try admin.blockDevice(principal, keyID: keyID)
         return JSONBody.response([("key_id", Hex.encode(keyID)), ("status", "blocked"), ("tokens_revoked", tokens)])
+    }
+
+    private func unblock(_ context: inout RequestContext) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let keyID = try Self.keyID(context)
+        let changed = try admin.unblockDevice(principal, keyID: keyID)
+        return JSONBody.response([("key_id", Hex.encode(keyID)), ("status", "active"), ("changed", changed)])
     }
 
     private func revokeToken(_ context: inout RequestContext) throws -> HTTPResponse {

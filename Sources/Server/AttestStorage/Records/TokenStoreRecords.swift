@@ -314,6 +314,7 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case integrationSetFraudKey = "integration.set-fraud-key"
     case tokenRevoke = "token.revoke"
     case deviceBlock = "device.block"
+    case deviceUnblock = "device.unblock"
     case adminKeyCreate = "admin-key.create"
     case adminKeyRevoke = "admin-key.revoke"
     case consoleSignIn = "console.sign-in"
@@ -427,4 +428,15 @@ package struct RefreshInputs: Sendable, Equatable {
     package init(integration: IntegrationRecord?, challenge: ChallengeState?, device: DeviceRecord?) {
         (self.integration, self.challenge, self.device) = (integration, challenge, device)
     }
+}
+
+/// What an unblock found: a blocked key of an active integration becomes active again; a revoked
+/// integration's keys never do.
+package enum DeviceUnblock: Sendable, Equatable {
+    case unblocked
+    /// The key was not blocked: nothing changed.
+    case notBlocked
+    /// The key's integration is revoked: its keys stay blocked for good.
+    case integrationRevoked
+    case notFound
 }

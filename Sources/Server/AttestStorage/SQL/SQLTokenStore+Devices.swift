@@ -111,6 +111,18 @@ extension SQLTokenStore {
         }
     }
 
+    package func unblockDevice(keyID: [UInt8], at time: Int64, audit: AuditNote<Void>?) throws(StorageError) -> DeviceUnblock {
+        try perform(.transaction) { session throws(StorageError) -> DeviceUnblock in
+            guard try session.run(SharedSQL.unblockDevice, [.integer(time), .blob(keyID)]) == 1 else {
+                guard let row = try session.row(SharedSQL.deviceAndIntegrationStatus, [.blob(keyID)]) else { return .notFound }
+                return try row.text(1) == "revoked" ? .integrationRevoked : .notBlocked
+            }
+            let workspace = audit?.workspaceID == nil ? try session.row(WorkspaceOfSQL.device, [.blob(keyID)])?.text(0) : nil
+            try Self.audit(audit?.inWorkspace(workspace), (), in: session)
+            return .unblocked
+        }
+    }
+
     /// One page of the integration's devices, newest first, in one statement on a reader
     /// (SQLite) or in autocommit (PostgreSQL, within the session's statement timeout): a listing
     /// never holds the writer, and its answer is bounded by `query.limit`.

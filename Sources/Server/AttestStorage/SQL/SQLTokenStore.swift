@@ -123,6 +123,14 @@ enum SharedSQL {
         """)
     static let deleteToken = SQLStatement("DELETE FROM tokens WHERE token_hash = ?")
     static let blockDevice = SQLStatement("UPDATE devices SET status = 'revoked', updated_at = ? WHERE key_id = ?")
+    static let unblockDevice = SQLStatement(
+        """
+        UPDATE devices SET status = 'active', updated_at = ?
+        WHERE key_id = ? AND status = 'revoked'
+            AND client_id IN (SELECT client_id FROM integrations WHERE status = 'active')
+        """)
+    static let deviceAndIntegrationStatus = SQLStatement(
+        "SELECT d.status, i.status FROM devices d JOIN integrations i ON i.client_id = d.client_id WHERE d.key_id = ?")
     static let deleteTokensOfDevice = SQLStatement("DELETE FROM tokens WHERE key_id = ?")
     static let liveTokenCount = SQLStatement("SELECT count(*) FROM tokens WHERE key_id = ? AND expires_at > ?")
 

@@ -91,6 +91,9 @@ package protocol AdminStore: Sendable {
     /// Blocks one device key: its tokens stop working at once (they are deleted) and it can never
     /// refresh or attest again. Nil when no such key; otherwise how many tokens went.
     func blockDevice(keyID: [UInt8], at time: Int64, audit: AuditNote<Int>?) throws(StorageError) -> Int?
+    /// Makes a blocked key of an active integration active again (its tokens stay deleted: it
+    /// refreshes by assertion), audited in the same transaction; never a revoked integration's.
+    func unblockDevice(keyID: [UInt8], at time: Int64, audit: AuditNote<Void>?) throws(StorageError) -> DeviceUnblock
     /// The device with this key ID.
     func device(keyID: [UInt8]) throws(StorageError) -> DeviceRecord?
     /// One page of the integration's devices, newest first, with how many unexpired tokens each
