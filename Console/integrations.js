@@ -263,9 +263,12 @@ async function revokeIntegration(session, clientID) {
   overviewScreen(session, clientID);
 }
 
-/** Focus back on the device's row after an action re-rendered the page: its first action. */
+/** Focus back on the device's row after an action re-rendered the page: its first enabled action,
+ * else the search field above the list. */
 function focusRow(keyID) {
-  document.querySelector(`tr[data-key-id="${keyID}"] .row-actions button`)?.focus();
+  const target = document.querySelector(`tr[data-key-id="${keyID}"] .row-actions button:not([disabled])`)
+    || document.getElementById("device-search");
+  target?.focus();
 }
 
 export async function devicesScreen(session, clientID) {

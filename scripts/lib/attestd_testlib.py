@@ -14,10 +14,12 @@ Every wait is bounded in time; every socket has a timeout; everything listens on
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 HOST = "127.0.0.1"
@@ -244,3 +246,24 @@ def fd_count(pid):
         return len(os.listdir("/proc/%d/fd" % pid))
     except OSError:
         return 0
+
+
+def run_check(name, body, mode=0o700):
+    """Runs `body(tally, work)` in a fresh temporary directory (kept with KEEP=1, else removed),
+    counts a crash of the checker as a failure (never a silent pass), prints "NAME: N s" and exits
+    with the tally's status."""
+    work = tempfile.mkdtemp(prefix=name + ".")
+    os.chmod(work, mode)
+    tally = Tally()
+    started = time.monotonic()
+    try:
+        body(tally, work)
+    except Exception as error:
+        tally.fail("%s crashed: %r" % (name, error))
+    finally:
+        if os.environ.get("KEEP"):
+            print("kept %s" % work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    print("%s: %.0f s" % (name, time.monotonic() - started))
+    sys.exit(tally.finish())

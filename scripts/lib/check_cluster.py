@@ -32,17 +32,15 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
-from attestd_testlib import Attestd, Tally, create_integration, free_port  # noqa: E402
+from attestd_testlib import Attestd, create_integration, free_port, run_check  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIXTURES = os.path.join(ROOT, "fixtures", "appattest", "recorded")
@@ -448,24 +446,14 @@ def main():
     parser.add_argument("--bin", required=True)
     args = parser.parse_args()
     pg_url = os.environ["PG_URL"]
-    work = tempfile.mkdtemp(prefix="check-cluster.")
-    args.state = os.path.join(work, "simulator")
-    tally = Tally()
-    started = time.monotonic()
-    try:
+
+    def phases(tally, work):
+        args.state = os.path.join(work, "simulator")
         phase_a(tally, args, work, pg_url)
         # Phase B on a fresh database: the recorded devices' clock and trust anchor stay behind.
         postgres_reset(pg_url)
         phase_b(tally, args, work, pg_url)
-    except Exception as error:  # a crash of the checker is a failure, never a silent pass
-        tally.fail("check-cluster crashed: %r" % error)
-    finally:
-        if os.environ.get("KEEP"):
-            print("kept %s" % work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    print("check-cluster: %.0f s" % (time.monotonic() - started))
-    sys.exit(tally.finish())
+    run_check("check-cluster", phases)
 
 
 def postgres_reset(pg_url):

@@ -330,7 +330,7 @@ def audit_and_keys(t, browser, args):
             "the audit log shows the changes under the key's name")
     t.check(audit.index("integration.revoke") < audit.index("device.block") and "console.sign-in" not in audit,
             "newest first, and changes only until sign-ins are asked for")
-    Select(browser.find("#audit-action")).select_by_value("device.block,token.revoke")
+    Select(browser.find("#audit-action")).select_by_value("device.block,device.unblock,token.revoke")
     browser.find("#audit-filters button[type=submit]").click()
     browser.wait(lambda d: "integration.revoke" not in d.find_element(By.CSS_SELECTOR, "main .page-region").text)
     filtered = browser.find("main .page-region").text

@@ -25,17 +25,15 @@ import hashlib
 import http.client
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
-from attestd_testlib import Attestd, Tally, alive, create_integration  # noqa: E402
+from attestd_testlib import Attestd, alive, create_integration, run_check  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HOST = "127.0.0.1"
@@ -283,20 +281,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bin", required=True)
     args = parser.parse_args()
-    work = tempfile.mkdtemp(prefix="check-failover.")
-    tally = Tally()
-    started = time.monotonic()
-    try:
-        run(tally, args, work)
-    except Exception as error:  # a crash of the checker is a failure, never a silent pass
-        tally.fail("check-failover crashed: %r" % error)
-    finally:
-        if os.environ.get("KEEP"):
-            print("kept %s" % work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    print("check-failover: %.0f s" % (time.monotonic() - started))
-    sys.exit(tally.finish())
+    run_check("check-failover", lambda tally, work: run(tally, args, work))
 
 
 if __name__ == "__main__":

@@ -96,6 +96,16 @@ package struct WorkspaceAdmin: Sendable {
         signIns = RateLimiter(maximumAddresses: 10_000)
     }
 
+    /// What `principal` may do, as `/admin/v1/me` and the console's session say it: its role's
+    /// levers, and unblocking where the operator allows it.
+    package func capabilities(_ principal: AdminPrincipal) -> [(String, Bool)] {
+        [
+            ("can_change", principal.role >= Self.changeRole), ("can_manage_keys", principal.role >= Self.keyRole),
+            ("can_manage_debug_tokens", principal.role >= Self.debugTokenRole),
+            ("can_unblock_devices", principal.role >= Self.changeRole && devicesUnblockable),
+        ]
+    }
+
     /// The integration use cases acting as `principal`, auditing in its workspace under its name.
     func admin(_ principal: AdminPrincipal) -> IntegrationAdmin {
         IntegrationAdmin(

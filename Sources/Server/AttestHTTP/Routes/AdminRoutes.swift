@@ -48,13 +48,11 @@ struct AdminRoutes: Sendable {
 
     private func me(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
-        return JSONBody.response([
-            ("key_id", principal.keyID), ("name", principal.name), ("workspace_id", principal.workspaceID),
-            ("role", principal.role.rawValue), ("can_change", principal.role >= WorkspaceAdmin.changeRole),
-            ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
-            ("can_manage_debug_tokens", principal.role >= WorkspaceAdmin.debugTokenRole),
-            ("can_unblock_devices", principal.role >= WorkspaceAdmin.changeRole && admin.devicesUnblockable),
-        ])
+        return JSONBody.response(
+            [
+                ("key_id", principal.keyID), ("name", principal.name), ("workspace_id", principal.workspaceID),
+                ("role", principal.role.rawValue),
+            ] + admin.capabilities(principal).map { ($0.0, $0.1 as any Sendable) })
     }
 
     private func integrations(_ context: inout RequestContext) throws -> HTTPResponse {

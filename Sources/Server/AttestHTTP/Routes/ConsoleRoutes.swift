@@ -47,7 +47,7 @@ struct ConsoleRoutes: Sendable {
         }
         context.log.actor = session.principal.actor
         return JSONBody.response(
-            Self.members(session.principal, secret: session.secret, expiresAt: session.expiresAt),
+            members(session.principal, secret: session.secret, expiresAt: session.expiresAt),
             headers: [ConsoleCookie.set(session.secret, seconds: WorkspaceAdmin.sessionSeconds, secure: context.viaTLS)])
     }
 
@@ -65,7 +65,7 @@ struct ConsoleRoutes: Sendable {
             throw Problem(error)
         }
         context.log.actor = principal.actor
-        return JSONBody.response(Self.members(principal, secret: secret, expiresAt: nil))
+        return JSONBody.response(members(principal, secret: secret, expiresAt: nil))
     }
 
     /// Sign-out: the session ends server-side (the cookie's value is dead even if kept) and the
@@ -126,14 +126,11 @@ struct ConsoleRoutes: Sendable {
         }
     }
 
-    private static func members(_ principal: AdminPrincipal, secret: String, expiresAt: Int64?) -> [(String, any Sendable)] {
+    private func members(_ principal: AdminPrincipal, secret: String, expiresAt: Int64?) -> [(String, any Sendable)] {
         [
             ("signed_in", true), ("name", principal.name), ("workspace_id", principal.workspaceID), ("role", principal.role.rawValue),
             ("key_id", principal.keyID), ("csrf_token", WorkspaceAdmin.csrfToken(session: secret)),
-            ("can_change", principal.role >= WorkspaceAdmin.changeRole), ("can_manage_keys", principal.role >= WorkspaceAdmin.keyRole),
-            ("can_manage_debug_tokens", principal.role >= WorkspaceAdmin.debugTokenRole),
-            ("expires_at", expiresAt),
-        ]
+        ] + admin.capabilities(principal).map { ($0.0, $0.1 as any Sendable) } + [("expires_at", expiresAt)]
     }
 }
 
