@@ -140,18 +140,18 @@ enum DeviceCommands {
         let text = options.positionals[0]
         let keyID = try keyID(text)
         return StoreOptions.administering("device unblock", options, io) { admin throws(ServiceError) -> Int32 in
-            switch try admin.unblockDevice(keyID: keyID) {
-            case .unblocked:
-                io.standardOutput("unblocked device \(Hex.encode(keyID)): it may refresh again\n")
+            let outcome = try admin.unblockDevice(keyID: keyID)
+            let hex = Hex.encode(keyID)
+            switch outcome {
+            case .unblocked, .notBlocked:
+                io.standardOutput(
+                    outcome == .unblocked
+                        ? "unblocked device \(hex): it may refresh again\n" : "device \(hex) is not blocked: nothing changed\n")
                 return ExitCode.success
-            case .notBlocked:
-                io.standardOutput("device \(Hex.encode(keyID)) is not blocked: nothing changed\n")
-                return ExitCode.success
-            case .integrationRevoked:
-                io.standardError("attestctl device unblock: device \(text) belongs to a revoked integration; its keys stay blocked\n")
-                return ExitCode.failure
-            case .notFound:
-                io.standardError("attestctl device unblock: no device \(text)\n")
+            case .integrationRevoked, .notFound:
+                let why =
+                    outcome == .notFound ? "no device \(text)" : "device \(text) belongs to a revoked integration; its keys stay blocked"
+                io.standardError("attestctl device unblock: \(why)\n")
                 return ExitCode.failure
             }
         }
