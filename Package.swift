@@ -52,7 +52,9 @@ let package = Package(
         .target(
             name: "AttestHTTPServer", dependencies: ["CMicroHTTPD", "AttestClock", "AttestErrors"], path: "Sources/Server/AttestHTTPServer",
             swiftSettings: strict),
-        .target(name: "AttestOptions", path: "Sources/Server/AttestOptions", swiftSettings: strict),
+        // The commit a release build was given (scripts/package), in C: see its source.
+        .target(name: "CBuildInfo", path: "Sources/Server/CBuildInfo"),
+        .target(name: "AttestOptions", dependencies: ["CBuildInfo"], path: "Sources/Server/AttestOptions", swiftSettings: strict),
         // The one logger and the one Prometheus text writer, for every edge.
         .target(
             name: "AttestObservability", dependencies: ["AttestCrypto"], path: "Sources/Server/AttestObservability", swiftSettings: strict),

@@ -47,7 +47,9 @@ struct MetricsTests {
         }
         #expect(before.types["attestd_http_request_duration_seconds"] == "histogram")
         #expect(before.types["attestd_tokens_minted_total"] == "counter")
-        #expect(before.samples[#"attestd_build_info{version="test",schema="\#(EmbeddedMigrations.sqlite.map(\.id).max() ?? 0)"}"#] == 1)
+        #expect(
+            before.samples[#"attestd_build_info{version="test",schema="\#(EmbeddedMigrations.sqlite.map(\.id).max() ?? 0)",commit=""}"#]
+                == 1)
 
         var device = try SyntheticDevice()
         let token = try world.attest(client, device: device)

@@ -22,6 +22,8 @@ package enum AttestAPI {
         package var version: String
         /// The build's schema, the newest migration it knows (`/healthz`).
         package var schema = 0
+        /// The commit a release build was made from (`/healthz`; empty for a development build).
+        package var commit = ""
         /// The storage kind reported by /healthz and /readyz (`sqlite` or `postgresql`).
         package var storage: String
         /// Set only in `--insecure-test-mode`: enables the /test/ routes.

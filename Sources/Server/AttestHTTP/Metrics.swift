@@ -85,10 +85,13 @@ package final class Metrics: Sendable, ServiceObserver {
     private let version: String
     /// The build's schema: the newest migration it knows (`BuildVersion.schema`).
     private let schema: Int
+    /// The commit a release build was made from (empty for a development build).
+    private let commit: String
 
-    package init(version: String, schema: Int = 0) {
+    package init(version: String, schema: Int = 0, commit: String = "") {
         self.version = version
         self.schema = schema
+        self.commit = commit
     }
 
     func recordRequest(route: String, status: Int, seconds: Double) {
@@ -161,7 +164,7 @@ package final class Metrics: Sendable, ServiceObserver {
         let requests = requestTotals()
         var out = PrometheusText()
         out.family("attestd_build_info", .gauge, help: "Build information.")
-        out.sample("attestd_build_info", ["version": version, "schema": String(schema)], 1)
+        out.sample("attestd_build_info", ["version": version, "schema": String(schema), "commit": commit], 1)
         out.family("attestd_http_requests_total", .counter, help: "HTTP requests by route and status.")
         for (key, value) in requests.requests.sorted(by: { $0.key < $1.key }) {
             out.sample("attestd_http_requests_total", ["route": key.route, "status": String(key.status)], value)

@@ -1,3 +1,5 @@
+import CBuildInfo
+
 /// The release every binary of this package reports (`--version`, `/healthz`, `attestd_build_info`).
 /// The Debian package's version (scripts/package) is read from here.
 package enum BuildVersion {
@@ -6,6 +8,11 @@ package enum BuildVersion {
     /// release in development differ by it (a test holds it to the embedded migrations).
     package static let schema = 12
 
-    /// What `--version` prints after the program's name: `0.3.0 (schema 12)`.
-    package static var described: String { "\(current) (schema \(schema))" }
+    /// The commit a release build was made from (`git describe --always --dirty`, given by
+    /// scripts/package); empty for a development build.
+    package static let commit = String(cString: attestd_build_commit())
+
+    /// What `--version` prints after the program's name: `0.3.0 (schema 12, commit 138c362e1a2b)`,
+    /// or `0.3.0 (schema 12)` for a development build.
+    package static var described: String { "\(current) (schema \(schema)\(commit.isEmpty ? "" : ", commit \(commit)"))" }
 }

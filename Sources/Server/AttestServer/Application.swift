@@ -156,7 +156,7 @@ package final class Application: Sendable {
             throw StartupError(description: "cannot load Apple Root CA - G3 for receipts: \(error)")
         }
         let openedStore = store
-        metrics = Metrics(version: version, schema: BuildVersion.schema)
+        metrics = Metrics(version: version, schema: BuildVersion.schema, commit: BuildVersion.commit)
         let cache = StatisticsCache()
         statistics = cache
         gatewaySecrets = secrets
@@ -173,6 +173,7 @@ package final class Application: Sendable {
             exchangesReceiptsWithApple: configuration.appleReceiptURL == nil)
         settings.adminTrustedProxies = configuration.adminTrustedProxies
         settings.schema = BuildVersion.schema
+        settings.commit = BuildVersion.commit
         settings.trustAnchorFingerprints = verifier.anchors.map(\.sha256Hex)
         settings.trustedRoots = Self.trustedRoots(verifier.anchors)
         settings.offloadThreads = configuration.storeThreads

@@ -95,7 +95,7 @@ package final class Server: Sendable {
                 "listen.host": .string(configuration.host), "listen.port": .int(Int(http.port)),
                 "admin.listen": .string(adminHTTP.map { "\(configuration.adminListen?.host ?? ""):\($0.port)" } ?? "off"),
                 "db": .string(configuration.database.redacted), "storage": .string(configuration.database.kind.rawValue),
-                "version": .string(version), "schema": .int(BuildVersion.schema),
+                "version": .string(version), "schema": .int(BuildVersion.schema), "commit": .string(BuildVersion.commit),
             ])
     }
 

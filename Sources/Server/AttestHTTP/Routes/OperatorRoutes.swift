@@ -47,7 +47,7 @@ struct OperatorRoutes: Sendable {
         members += [
             ("apple_receipt_url", settings.exchangesReceiptsWithApple ? "apple" : "custom (test only)"),
             ("test_mode", settings.testClock != nil), ("storage", settings.storage), ("version", settings.version),
-            ("schema", settings.schema),
+            ("schema", settings.schema), ("commit", settings.commit),
         ]
         return JSONBody.response(members)
     }
