@@ -9,10 +9,14 @@
         `systemd-analyze syscall-filter`). Prints two lines: "COUNT error=ERRNO" (or "signal=SIGSYS": the
         unit's SystemCallErrorNumber=), then the allowed calls as strace's inject list ("?name,?name,...").
         Exits 1 with a message when the unit has no allow list or starts with a deny list.
+
+    python3 scripts/lib/check_package.py doc-block FILE SECTION N
+        The Nth ```sh block of FILE's "## SECTION", as written (the operator's commands the check runs).
 """
 
 import http.client
 import json
+import re
 import socket
 import sys
 import time
@@ -89,9 +93,19 @@ def syscall_filter(unit, groups_file):
     print(",".join("?" + name for name in sorted(allowed)))
 
 
-COMMANDS = {"burst": burst, "syscall-filter": syscall_filter}
+def doc_block(path, section, number):
+    """Prints the NUMBERth (from 1) ```sh block of the `## SECTION` of the Markdown file PATH."""
+    with open(path) as f:
+        text = f.read()
+    start = text.index("\n## %s\n" % section)
+    end = text.find("\n## ", start + 1)
+    blocks = re.findall(r"\n```sh\n(.*?)\n```", text[start:end if end > 0 else len(text)], re.S)
+    print(blocks[int(number) - 1])
+
+
+COMMANDS = {"burst": (burst, 2), "syscall-filter": (syscall_filter, 2), "doc-block": (doc_block, 3)}
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in COMMANDS:
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or len(sys.argv) != 2 + COMMANDS[sys.argv[1]][1]:
         sys.exit(__doc__)
-    COMMANDS[sys.argv[1]](*sys.argv[2:])
+    COMMANDS[sys.argv[1]][0](*sys.argv[2:])
