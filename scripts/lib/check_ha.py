@@ -32,6 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # scripts/lib/
@@ -209,6 +210,23 @@ def cluster(work, tally, etcd, nodes):
     return passwords, formed
 
 
+def scraped_rules(tally, work, nodes, etcd):
+    """deploy/patroni/patroni-alerts.yml against this cluster: every metric a rule names is in a
+    live Patroni's (leader and standby) or etcd member's /metrics (scripts/lib/check_alerts.py)."""
+    scrape = os.path.join(work, "patroni-metrics.txt")
+    with open(scrape, "w") as out:
+        for url in ["http://%s:%d/metrics" % (HOST, node.rest) for node in nodes] + ["http://%s:%d/metrics" % (HOST, etcd[0].client)]:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                out.write(answer.read().decode())
+    checked = subprocess.run(
+        ["/usr/bin/python3", os.path.join(ROOT, "scripts/lib/check_alerts.py"), "--rules", os.path.join(ROOT, "deploy/patroni/patroni-alerts.yml"),
+         "--tests", os.path.join(ROOT, "deploy/patroni/patroni-alerts.test.yml"), "--metrics", scrape,
+         "--runbook", os.path.join(ROOT, "docs/OPERATIONS.md")], capture_output=True, text=True, timeout=60)
+    tally.absorb(checked.stdout)
+    tally.check(checked.returncode == 0, "1: deploy/patroni/patroni-alerts.yml names only metrics this Patroni and etcd export",
+                checked.stderr[-300:])
+
+
 def attestd_nodes(args, work, nodes, passwords, root):
     uri = "postgresql://attestd:%s@%s/attestd?target_session_attrs=read-write" % (
         passwords["attestd"], ",".join("%s:%d" % (HOST, node.port) for node in nodes))
@@ -295,6 +313,8 @@ def scenario(args, work, tally):
     etcd, nodes, servers = [], [], []
     try:
         passwords, formed = cluster(work, tally, etcd, nodes)
+        if formed:
+            scraped_rules(tally, work, nodes, etcd)
         if not formed:
             return
         leader = leader_of(nodes)
