@@ -200,6 +200,7 @@ def suspend_and_block(t, browser, attestd, tokens):
     focused = browser.driver.execute_script(
         "const a = document.activeElement; return [a.closest('tr') && a.closest('tr').dataset.keyId, a.textContent];")
     blocked_key = browser.find("tbody tr[data-key-id]").get_attribute("data-key-id")
+    browser.shot("devices-blocked.png")
     t.check(focused == [blocked_key, "Unblock"], "after the block, focus is back on the device's row, on its Unblock button "
             "(attestd runs with --device-unblock on)", "%s" % focused)
     find_device(t, browser, rows_key(browser)[0])
