@@ -129,6 +129,35 @@ struct AdminKeyCommandTests {
         #expect(Console().run(["admin-key", "revoke", "admk_0000000000000000", "--db", database]) == 1)
     }
 
+    @Test("disable refuses the key until enable; --expires-in sets an expiry list shows; a lifetime out of range is a usage error")
+    func disableEnableExpiry() throws {
+        let (_, created) = create("ws1", "admin", "Laptop")
+        let key = created.out.withLock { $0 }.trimmingCharacters(in: .whitespacesAndNewlines)
+        let store = try SQLiteTokenStore(path: database, readerCount: 1, migrateAt: 0)
+        let id = try #require(try store.adminKeys(workspaceID: "ws1").first?.id)
+        #expect(Console().run(["admin-key", "disable", id, "--db", database]) == 0)
+        #expect(throws: ServiceError.self) { try WorkspaceAdmin(store: store).authenticate(key: key) }
+        let listed = Console()
+        #expect(listed.run(["admin-key", "list", "--db", database]) == 0)
+        #expect(listed.out.withLock { $0.contains("  Laptop  ws1  admin  disabled  no expiry  never used") })
+        let again = Console()
+        #expect(again.run(["admin-key", "disable", id, "--db", database]) == 0)
+        #expect(again.out.withLock { $0.contains("nothing changed") })
+        #expect(Console().run(["admin-key", "enable", id, "--db", database]) == 0)
+        #expect(throws: Never.self) { try WorkspaceAdmin(store: store).authenticate(key: key) }
+        #expect(Console().run(["admin-key", "enable", "admk_0000000000000000", "--db", database]) == 1)
+        let actions = try store.auditPage(AuditQuery(workspaceID: "ws1")).entries.map(\.entry.action)
+        #expect(Array(actions.prefix(2)) == [.adminKeyEnable, .adminKeyDisable])
+
+        let console = Console()
+        let base = ["admin-key", "create", "--db", database, "--workspace", "ws1", "--role", "user", "--name", "Temp"]
+        #expect(console.run(base + ["--expires-in", "30d", "--json"]) == 0)
+        let made = try #require(try JSONSerialization.jsonObject(with: Data(console.out.withLock { $0 }.utf8)) as? [String: Any])
+        let createdAt = try #require(made["created_at"] as? Int)
+        #expect(made["expires_at"] as? Int == createdAt + 30 * 86_400)
+        for bad in ["30m", "731d", "1y"] { #expect(Console().run(base + ["--expires-in", bad]) == 64, "\(bad)") }
+    }
+
     @Test("create refuses an unknown role and a bad workspace as usage errors")
     func usage() {
         #expect(create("ws1", "superuser", "x").0 == 64)

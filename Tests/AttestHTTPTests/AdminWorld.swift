@@ -18,8 +18,10 @@ final class AdminWorld {
     static let otherWorkspace = "ws_other"
     static let keyNumber = Atomic<Int>(0)
 
-    init(listening: Bool = false, configure: (inout ServerConfiguration) -> Void = { _ in }) throws {
-        world = try HTTPWorld(listening: listening, configure: configure)
+    init(
+        listening: Bool = false, clock: any WallClock = SystemWallClock(), configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) throws {
+        world = try HTTPWorld(listening: listening, clock: clock, configure: configure)
     }
 
     var admin: WorkspaceAdmin { world.app.workspaceAdmin }

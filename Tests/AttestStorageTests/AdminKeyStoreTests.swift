@@ -53,8 +53,8 @@ struct AdminKeyStoreTests {
         let store = try location.open(at: Self.time)
         let key = Self.key("admk_1", 1)
         try store.insertAdminKey(key, audit: nil)
-        #expect(try store.activeAdminKey(hash: key.keyHash) == key)
-        #expect(try store.activeAdminKey(hash: [UInt8](repeating: 2, count: 32)) == nil)
+        #expect(try store.activeAdminKey(hash: key.keyHash, at: Self.time) == key)
+        #expect(try store.activeAdminKey(hash: [UInt8](repeating: 2, count: 32), at: Self.time) == nil)
         let session = AdminSessionRecord(
             sessionHash: [UInt8](repeating: 9, count: 32), keyID: key.id, createdAt: Self.time, expiresAt: Self.time + 60)
         try store.insertAdminSession(session, keepingLatest: 10, audit: nil)
@@ -62,7 +62,7 @@ struct AdminKeyStoreTests {
         #expect(try store.revokeAdminKey(id: key.id, at: Self.time + 1, audit: nil) == true)
         #expect(try store.revokeAdminKey(id: key.id, at: Self.time + 2, audit: nil) == false)
         #expect(try store.revokeAdminKey(id: "admk_unknown", at: Self.time + 2, audit: nil) == nil)
-        #expect(try store.activeAdminKey(hash: key.keyHash) == nil)
+        #expect(try store.activeAdminKey(hash: key.keyHash, at: Self.time) == nil)
         #expect(try store.adminSessionKey(hash: session.sessionHash, at: Self.time) == nil)
         #expect(try store.adminKey(id: key.id)?.revokedAt == Self.time + 1)
         // The revocation deleted the key's session rows too.

@@ -283,6 +283,32 @@ def session_failures(t, browser, args):
     browser.sign_in(args.owner_key)
 
 
+def key_lifecycle(t, browser):
+    """Admin keys after the developer's use: its expiry and last use shown; a key made without
+    expiry, disabled from its row (confirmed), focus back on its row, now offering Enable."""
+    browser.driver.find_element(By.LINK_TEXT, "Admin keys").click()
+    browser.wait_heading("Admin keys")
+    devon = browser.wait(lambda d: d.find_element(By.XPATH, "//tr[td[1][text()='Devon (developer)']]")).text
+    t.check("Never used" not in devon and devon.count(",") >= 2, "a key's expiry (90 days by default) and last use are listed", devon)
+    browser.find("#key-name").send_keys("Temp (user)")
+    Select(browser.find("#key-role")).select_by_value("user")
+    Select(browser.find("#key-expiry")).select_by_value("")
+    browser.find("#create-key").click()
+    browser.wait(lambda d: d.find_element(By.ID, "new-key").get_attribute("value"))
+    row = "//tr[td[1][text()='Temp (user)']]"
+    temp = browser.wait(lambda d: d.find_element(By.XPATH, row))
+    t.check("Never" in temp.text and "Never used" in temp.text, "a key made with No expiry lists Never and Never used", temp.text)
+    temp.find_element(By.XPATH, ".//button[text()='Disable']").click()
+    said = browser.wait(lambda d: d.find_element(By.ID, "confirm") if d.find_element(By.ID, "confirm").is_displayed() else None).text
+    t.check("until you enable it" in said, "Disable asks for confirmation and says it can be undone", said)
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: d.find_element(By.XPATH, row + "//span[contains(@class,'badge')]").text.lower() == "disabled")
+    focused = browser.driver.switch_to.active_element
+    t.check(focused.text == "Enable" and focused.get_attribute("aria-label") == "Enable the key Temp (user)",
+            "the key shows as disabled and focus is back on its row, on Enable", focused.text)
+    browser.shot("admin-keys-disabled.png")
+
+
 def rows_key(browser):
     """The key IDs of the devices listed now."""
     return [row.get_attribute("data-key-id") for row in browser.driver.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")]
@@ -359,6 +385,7 @@ def audit_and_keys(t, browser, args):
     args.developer_key = secret
     browser.shot("admin-keys.png")
     session_failures(t, browser, args)
+    key_lifecycle(t, browser)
     browser.driver.find_element(By.LINK_TEXT, "App integrations").click()
     browser.wait_heading("App integrations")
     browser.shot("integrations.png")

@@ -4,7 +4,7 @@ import AttestOptions
 import AttestService
 import AttestStorage
 
-/// `attestctl admin-key create|list|revoke`: the keys of workspace admins (the admin API and the
+/// `attestctl admin-key create|list|disable|enable|revoke`: the keys of workspace admins (the admin API and the
 /// console). A key's secret is printed once, by `create`; the database holds only its SHA-256.
 enum AdminKeyCommands {
     static let workspace = OptionSpec(
@@ -13,15 +13,18 @@ enum AdminKeyCommands {
     static let role = OptionSpec(
         "role", value: "ROLE", help: "user, developer, admin, owner or primary_owner (changes need admin or above)", required: true)
     static let name = OptionSpec("name", value: "N", help: "who holds the key: the audit log's actor for its every use", required: true)
+    static let expiresIn = OptionSpec(
+        "expires-in", value: "DURATION", help: "refuse the key after this long, such as 12h, 90d (1h to 730d; default: no expiry)")
 
     static let create = Command(
         path: ["admin-key", "create"],
         summary: "Create a workspace admin key and print it once (prefix adm_); only its hash is stored.",
-        options: [workspace, role, name, StoreOptions.database, StoreOptions.actor, StoreOptions.json],
+        options: [workspace, role, name, expiresIn, StoreOptions.database, StoreOptions.actor, StoreOptions.json],
         run: runCreate)
 
     static let list = Command(
-        path: ["admin-key", "list"], summary: "List admin keys: ID, name, workspace, role, status (never the secret).",
+        path: ["admin-key", "list"],
+        summary: "List admin keys: ID, name, workspace, role, status, expiry and last use (never the secret).",
         options: [workspaceFilter, StoreOptions.database, StoreOptions.actor, StoreOptions.json], run: runList)
 
     static let compromised = OptionSpec(
@@ -30,6 +33,17 @@ enum AdminKeyCommands {
     static let revoke = Command(
         path: ["admin-key", "revoke"], summary: "Revoke an admin key: its next request, and its console sessions, are refused.",
         options: [compromised, StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"], run: runRevoke)
+
+    static let disable = Command(
+        path: ["admin-key", "disable"],
+        summary: "Disable an admin key: refused, its console sessions ended, until `admin-key enable` (revoke is for good).",
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"]
+    ) { options, io throws(UsageError) in runSetDisabled(options, io, true) }
+
+    static let enable = Command(
+        path: ["admin-key", "enable"], summary: "Enable a disabled admin key again (not a revoked or expired one).",
+        options: [StoreOptions.database, StoreOptions.actor], positionals: ["KEY_ID"]
+    ) { options, io throws(UsageError) in runSetDisabled(options, io, false) }
 
     static func workspaceAdmin(_ store: any TokenStore, _ io: ToolIO, _ options: ParsedOptions) -> WorkspaceAdmin {
         let person = StoreOptions.actorName(options, io)
@@ -43,13 +57,20 @@ enum AdminKeyCommands {
         guard let role = AdminRole(rawValue: options.required(role)) else {
             throw UsageError(message: "--role takes user, developer, admin, owner or primary_owner, not '\(options.required(role))'")
         }
+        var lifetime: Int64?
+        if let text = options.value(expiresIn) {
+            guard let seconds = DebugTokenCommands.seconds(text), WorkspaceAdmin.keyLifetimes.contains(seconds) else {
+                throw UsageError(message: "--expires-in takes a duration from 1h to 730d, such as 12h or 90d")
+            }
+            lifetime = seconds
+        }
         guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
             let issued = try workspaceAdmin(store, io, options).issueKey(
-                workspaceID: options.required(workspace), role: role, name: options.required(name),
+                workspaceID: options.required(workspace), role: role, name: options.required(name), expiresIn: lifetime,
                 actor: StoreOptions.actorName(options, io) + " (attestctl)")
             if options.flag(StoreOptions.json) {
-                var members = members(issued.record)
+                var members = members(issued.record, at: issued.record.createdAt)
                 members.insert(("key", issued.secret), at: 2)
                 io.standardOutput(JSONText.render(JSONValue.object(members), pretty: true) + "\n")
             } else {
@@ -66,23 +87,28 @@ enum AdminKeyCommands {
     }
 
     /// A key's JSON members (keys sorted); never its secret nor its hash.
-    static func members(_ key: AdminKeyRecord) -> [(String, any Sendable)] {
+    static func members(_ key: AdminKeyRecord, at time: Int64) -> [(String, any Sendable)] {
         [
-            ("created_at", key.createdAt), ("id", key.id), ("name", key.name), ("revoked_at", key.revokedAt), ("role", key.role.rawValue),
-            ("status", key.revokedAt == nil ? "active" : "revoked"), ("workspace_id", key.workspaceID),
+            ("created_at", key.createdAt), ("disabled_at", key.disabledAt), ("expires_at", key.expiresAt), ("id", key.id),
+            ("last_used_at", key.lastUsedAt), ("name", key.name), ("revoked_at", key.revokedAt), ("role", key.role.rawValue),
+            ("status", key.status(at: time).rawValue), ("workspace_id", key.workspaceID),
         ]
     }
 
     static func runList(_ options: ParsedOptions, _ io: ToolIO) throws(UsageError) -> Int32 {
         guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
         do {
-            let keys = try workspaceAdmin(store, io, options).keys(workspaceID: options.value(workspaceFilter))
+            let admin = workspaceAdmin(store, io, options)
+            let keys = try admin.keys(workspaceID: options.value(workspaceFilter))
+            let now = admin.clock.now()
             if options.flag(StoreOptions.json) {
-                io.standardOutput(JSONText.render(.array(keys.map { JSONValue.object(members($0)) }), pretty: true) + "\n")
+                io.standardOutput(JSONText.render(.array(keys.map { JSONValue.object(members($0, at: now)) }), pretty: true) + "\n")
             } else {
                 for key in keys {
+                    let expiry = key.expiresAt.map { "expires \(UTCTimestamp.format(Int($0)))" } ?? "no expiry"
+                    let used = key.lastUsedAt.map { "last used \(UTCTimestamp.format(Int($0)))" } ?? "never used"
                     io.standardOutput(
-                        "\(key.id)  \(key.name)  \(key.workspaceID)  \(key.role.rawValue)  \(key.revokedAt == nil ? "active" : "revoked")\n"
+                        "\(key.id)  \(key.name)  \(key.workspaceID)  \(key.role.rawValue)  \(key.status(at: now).rawValue)  \(expiry)  \(used)\n"
                     )
                 }
             }
@@ -112,6 +138,33 @@ enum AdminKeyCommands {
             return ExitCode.success
         } catch {
             io.standardError("attestctl admin-key revoke: \(error.reason)\n")
+            return ExitCode.failure
+        }
+    }
+
+    /// `disable` (`disabled` true) or `enable`.
+    static func runSetDisabled(_ options: ParsedOptions, _ io: ToolIO, _ disabled: Bool) -> Int32 {
+        let id = options.positionals[0]
+        let verb = disabled ? "disable" : "enable"
+        guard let store = StoreOptions.openStore(options, io) else { return ExitCode.failure }
+        do {
+            switch try workspaceAdmin(store, io, options).setKeyDisabled(
+                id: id, disabled, actor: StoreOptions.actorName(options, io) + " (attestctl)")
+            {
+            case nil:
+                io.standardError("attestctl admin-key \(verb): no admin key \(id)\n")
+                return ExitCode.failure
+            case false?:
+                io.standardOutput("\(id) is \(disabled ? "disabled already" : "not disabled") or revoked; nothing changed\n")
+            case true?:
+                io.standardOutput(
+                    disabled
+                        ? "disabled admin key \(id): its next request is refused and its console sessions ended\n"
+                        : "enabled admin key \(id)\n")
+            }
+            return ExitCode.success
+        } catch {
+            io.standardError("attestctl admin-key \(verb): \(error.reason)\n")
             return ExitCode.failure
         }
     }

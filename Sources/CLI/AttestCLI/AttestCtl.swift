@@ -33,7 +33,8 @@ package struct AttestCtl: Sendable {
         IntegrationCommands.revoke, IntegrationCommands.list, IntegrationCommands.show, IntegrationCommands.suspend,
         IntegrationCommands.resume, PolicyCommands.update, FraudKeyCommands.setFraudKey, DeviceCommands.list,
         DeviceCommands.show, TokenCommands.revoke, DeviceCommands.block, DeviceCommands.unblock, AuditCommands.list,
-        AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.revoke, DebugTokenCommands.create, DebugTokenCommands.list,
+        AdminKeyCommands.create, AdminKeyCommands.list, AdminKeyCommands.disable, AdminKeyCommands.enable, AdminKeyCommands.revoke,
+        DebugTokenCommands.create, DebugTokenCommands.list,
         DebugTokenCommands.revoke, StoreCommands.migrate, StoreCommands.check,
         StoreCommands.copy, StoreCommands.backup, SimulateCommand.command,
     ]

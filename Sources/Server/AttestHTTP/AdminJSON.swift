@@ -57,10 +57,11 @@ enum AdminJSON {
     }
 
     /// A key's members: never its secret nor its hash.
-    static func keyMembers(_ key: AdminKeyRecord) -> [(String, any Sendable)] {
+    static func keyMembers(_ key: AdminKeyRecord, at time: Int64) -> [(String, any Sendable)] {
         [
             ("id", key.id), ("name", key.name), ("workspace_id", key.workspaceID), ("role", key.role.rawValue),
-            ("status", key.revokedAt == nil ? "active" : "revoked"), ("created_at", key.createdAt), ("revoked_at", key.revokedAt),
+            ("status", key.status(at: time).rawValue), ("created_at", key.createdAt), ("expires_at", key.expiresAt),
+            ("disabled_at", key.disabledAt), ("revoked_at", key.revokedAt), ("last_used_at", key.lastUsedAt),
         ]
     }
 }
@@ -89,6 +90,15 @@ struct AdminBody {
             throw Problem.malformed(.field(field), "\(field.rawValue) must be an array of strings")
         }
         return list
+    }
+
+    /// An optional whole number of seconds (`expires_in`); nil when absent or null.
+    func seconds(_ field: ServiceError.RequestField) throws(Problem) -> Int64? {
+        switch members[field.rawValue] {
+        case nil, .null?: return nil
+        case .integer(let seconds)?: return Int64(seconds)
+        default: throw Problem.malformed(.field(field), "\(field.rawValue) must be a whole number of seconds")
+        }
     }
 
     /// `environment`: production (the default, as attestctl's), development or both.

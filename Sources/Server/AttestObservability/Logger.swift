@@ -164,7 +164,8 @@ package enum UTCTimestamp {
         return text
     }
 
-    static func format(_ unixSeconds: Int) -> String {
+    /// `unixSeconds` as "2026-11-30T11:41:49Z".
+    package static func format(_ unixSeconds: Int) -> String {
         var parts = tm()
         var seconds = unixSeconds
         gmtime_r(&seconds, &parts)

@@ -16,20 +16,29 @@ package struct AdminSession: Sendable {
     package let expiresAt: Int64
 }
 
-/// Admin keys and console sessions: issuing, listing and revoking keys (attestctl, and owners
-/// through the API), authenticating a presented key or session.
+/// Admin keys and console sessions: issuing, listing, disabling, enabling and revoking keys
+/// (attestctl, and owners through the API), authenticating a presented key or session.
 extension WorkspaceAdmin {
     /// The prefix of an admin key's secret.
     package static let keyPrefix = "adm_"
     /// The prefix of an admin key's public ID.
     package static let keyIDPrefix = "admk_"
 
-    /// Issues a key of `role` in `workspaceID`, audited as `actor`'s action in that workspace.
-    package func issueKey(workspaceID: String, role: AdminRole, name: String, actor: String) throws(ServiceError) -> IssuedAdminKey {
+    /// The lifetimes a key can be given, in seconds (one hour to two years; it may also have none).
+    package static let keyLifetimes: ClosedRange<Int64> = 3_600...(730 * 86_400)
+
+    /// Issues a key of `role` in `workspaceID`, audited as `actor`'s action in that workspace;
+    /// refused `expiresIn` seconds from now when given (within `keyLifetimes`).
+    package func issueKey(
+        workspaceID: String, role: AdminRole, name: String, expiresIn: Int64? = nil, actor: String
+    ) throws(ServiceError) -> IssuedAdminKey {
         guard IntegrationAdmin.isValidIdentifier(workspaceID) else {
             throw ServiceError.invalidIntegration(.workspaceID, "workspace ID must be 1 to 64 of A-Z a-z 0-9 _ -")
         }
         try Self.requireValidName(name)
+        if let expiresIn, !Self.keyLifetimes.contains(expiresIn) {
+            throw ServiceError.malformed(.field(.expiresIn), "an admin key's expiry is from one hour to 730 days away, or none")
+        }
         if role == .primaryOwner,
             try stored({ () throws(StorageError) in try store.adminKeys(workspaceID: workspaceID) })
                 .contains(where: { $0.role == .primaryOwner && $0.revokedAt == nil })
@@ -40,12 +49,13 @@ extension WorkspaceAdmin {
                     + "(attestctl admin-key revoke), then creates the new one")
         }
         let secret = Self.keyPrefix + Base64Text.encode(try random.bytesOrFail(32), .url)
+        let now = clock.now()
         let record = AdminKeyRecord(
             id: Self.keyIDPrefix + Hex.encode(try random.bytesOrFail(8)), keyHash: Digest.sha256(Array(secret.utf8)),
-            workspaceID: workspaceID, role: role, name: name, createdAt: clock.now())
+            workspaceID: workspaceID, role: role, name: name, createdAt: now, expiresAt: expiresIn.map { now + $0 })
         let audit = AuditNote<Void>(
             at: record.createdAt, actor: actor, action: .adminKeyCreate, target: record.id, workspaceID: workspaceID
-        ) { _ in "role \(role.rawValue), name \(name)" }
+        ) { _ in "role \(role.rawValue), name \(name)" + (record.expiresAt.map { ", expires at \($0)" } ?? "") }
         do {
             try store.insertAdminKey(record, audit: audit)
         } catch  where error.code == .constraint {
@@ -131,6 +141,27 @@ extension WorkspaceAdmin {
         return changed
     }
 
+    /// Disables (`disabled` true) or enables a key as `actor` (attestctl): nil when unknown, false
+    /// when there was nothing to change (already so, or revoked).
+    package func setKeyDisabled(id: String, _ disabled: Bool, actor: String) throws(ServiceError) -> Bool? {
+        guard let key = try stored({ () throws(StorageError) in try store.adminKey(id: id) }) else { return nil }
+        return try setDisabled(key, disabled, actor: actor)
+    }
+
+    private func setDisabled(_ key: AdminKeyRecord, _ disabled: Bool, actor: String) throws(ServiceError) -> Bool? {
+        let audit = AuditNote<Bool>(
+            at: clock.now(), actor: actor, action: disabled ? .adminKeyDisable : .adminKeyEnable, target: key.id,
+            workspaceID: key.workspaceID
+        ) { changed in changed ? (disabled ? "disabled; its sessions ended" : "enabled") : nil }
+        let changed = try stored { () throws(StorageError) in
+            try store.disableAdminKey(id: key.id, at: disabled ? audit.at : nil, audit: audit)
+        }
+        if changed == true {
+            logger?.log(.warning, disabled ? "admin key disabled" : "admin key enabled", ["admin_key.id": .string(key.id)])
+        }
+        return changed
+    }
+
     /// The workspace's keys (owners).
     package func keys(_ principal: AdminPrincipal) throws(ServiceError) -> [AdminKeyRecord] {
         try require(principal, Self.keyRole, to: "manage admin keys")
@@ -138,48 +169,80 @@ extension WorkspaceAdmin {
     }
 
     /// Issues a key in the owner's workspace, of a role no higher than the owner's own.
-    package func createKey(_ principal: AdminPrincipal, name: String, role: AdminRole) throws(ServiceError) -> IssuedAdminKey {
+    package func createKey(
+        _ principal: AdminPrincipal, name: String, role: AdminRole, expiresIn: Int64? = nil
+    ) throws(ServiceError) -> IssuedAdminKey {
         try require(principal, Self.keyRole, to: "manage admin keys")
         guard role <= principal.role else {
             throw ServiceError.forbiddenRole(principal.role, needs: role, to: "create a key of the \(role.rawValue) role")
         }
-        return try issueKey(workspaceID: principal.workspaceID, role: role, name: name, actor: principal.actor)
+        return try issueKey(workspaceID: principal.workspaceID, role: role, name: name, expiresIn: expiresIn, actor: principal.actor)
     }
 
     /// Revokes a key of the owner's workspace whose role is no higher than the owner's own.
     package func revokeKey(_ principal: AdminPrincipal, id: String) throws(ServiceError) {
+        let key = try manageableKey(principal, id: id, to: "revoke")
+        guard try revoke(key, actor: principal.actor) != nil else { throw ServiceError.adminKeyNotFound }
+    }
+
+    /// Disables or enables a key of the owner's workspace, under the rules of `revokeKey`: the key
+    /// as it is now, and whether this changed it (not when it was so already, or revoked).
+    package func setKeyDisabled(
+        _ principal: AdminPrincipal, id: String, _ disabled: Bool
+    ) throws(ServiceError) -> (key: AdminKeyRecord, changed: Bool) {
+        let key = try manageableKey(principal, id: id, to: disabled ? "disable" : "enable")
+        guard let changed = try setDisabled(key, disabled, actor: principal.actor),
+            let now = try stored({ () throws(StorageError) in try store.adminKey(id: id) })
+        else { throw ServiceError.adminKeyNotFound }
+        return (now, changed)
+    }
+
+    /// The key `id` of the principal's workspace, if the principal may revoke, disable or enable it
+    /// (`verb`): an owner or above, not the key itself, a role no higher than its own, never the
+    /// primary owner's.
+    private func manageableKey(_ principal: AdminPrincipal, id: String, to verb: String) throws(ServiceError) -> AdminKeyRecord {
         try require(principal, Self.keyRole, to: "manage admin keys")
         guard let key = try stored({ () throws(StorageError) in try store.adminKey(id: id) }), key.workspaceID == principal.workspaceID
         else { throw ServiceError.adminKeyNotFound }
         // Why not itself: the console would sign its holder out mid-action, and a fuzzer or a script
-        // listing keys would lock the workspace's last owner out. attestctl can revoke any key.
+        // listing keys would lock the workspace's last owner out. attestctl can change any key.
         guard key.id != principal.keyID else {
-            throw ServiceError.malformed(.ownKey, "a key cannot revoke itself; revoke it with another owner's key or attestctl")
+            throw ServiceError.malformed(.ownKey, "a key cannot \(verb) itself; use another owner's key or attestctl")
         }
         guard key.role <= principal.role else {
-            throw ServiceError.forbiddenRole(principal.role, needs: key.role, to: "revoke a key of the \(key.role.rawValue) role")
+            throw ServiceError.forbiddenRole(principal.role, needs: key.role, to: "\(verb) a key of the \(key.role.rawValue) role")
         }
-        // The primary owner is revoked by no other key: only the operator moves ownership.
+        // The primary owner's key is changed by no other key: only the operator moves ownership.
         guard key.role != .primaryOwner else {
             throw ServiceError.forbiddenRole(
-                principal.role, needs: .primaryOwner, to: "revoke the primary owner's key (only attestctl does)")
+                principal.role, needs: .primaryOwner, to: "\(verb) the primary owner's key (only attestctl does)")
         }
-        guard try revoke(key, actor: principal.actor) != nil else { throw ServiceError.adminKeyNotFound }
+        return key
     }
 
     // MARK: Authentication
 
-    /// The principal of a presented key; `unauthorized` for a malformed, unknown or revoked one.
-    /// Read from the store on every request (no cache), so a revocation takes effect at once.
+    /// The principal of a presented key; `unauthorized` for a malformed or unknown one, or one
+    /// revoked, disabled or expired. Read from the store on every request (no cache), so a
+    /// revocation takes effect at once; the use is recorded (to the minute).
     package func authenticate(key: String) throws(ServiceError) -> AdminPrincipal {
         // Why the shape is checked first: only a well-formed key costs a lookup, and the lookup is
         // by the SHA-256 of the whole key, an index probe that reveals nothing by its timing.
         guard key.hasPrefix(Self.keyPrefix), key.utf8.count == Self.keyPrefix.utf8.count + 43 else {
             throw ServiceError.adminUnauthenticated
         }
-        guard let record = try stored({ () throws(StorageError) in try store.activeAdminKey(hash: Digest.sha256(Array(key.utf8))) })
+        let now = clock.now()
+        guard
+            let record = try stored({ () throws(StorageError) in try store.activeAdminKey(hash: Digest.sha256(Array(key.utf8)), at: now) })
         else { throw ServiceError.adminUnauthenticated }
+        try noteUse(record, at: now)
         return AdminPrincipal(record)
+    }
+
+    /// Records a key's use unless the one recorded is less than a minute old (no write then).
+    private func noteUse(_ key: AdminKeyRecord, at time: Int64) throws(ServiceError) {
+        if let last = key.lastUsedAt, time - last < 60 { return }
+        try stored { () throws(StorageError) in try store.noteAdminKeyUse(id: key.id, at: time) }
     }
 
     /// Exchanges a key for a console session (audited as the key's sign-in). Limited per client
@@ -208,7 +271,8 @@ extension WorkspaceAdmin {
         return AdminSession(principal: principal, secret: secret, expiresAt: record.expiresAt)
     }
 
-    /// The principal of a session cookie's value while the session is live and its key unrevoked.
+    /// The principal of a session cookie's value while the session is live and its key usable
+    /// (neither revoked, disabled nor expired).
     /// A use renews the idle timeout (written at most once a minute).
     package func session(_ secret: String) throws(ServiceError) -> AdminPrincipal {
         guard secret.utf8.count == 43 else { throw ServiceError.adminUnauthenticated }
@@ -221,6 +285,7 @@ extension WorkspaceAdmin {
         if renewed - live.session.expiresAt >= 60 {
             try stored { () throws(StorageError) in try store.extendAdminSession(hash: hash, to: renewed) }
         }
+        try noteUse(live.key, at: now)
         return AdminPrincipal(live.key)
     }
 

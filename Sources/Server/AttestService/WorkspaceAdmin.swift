@@ -72,7 +72,7 @@ package struct WorkspaceAdmin: Sendable {
     package static let sessionSeconds: Int64 = 8 * 3600
 
     let store: any AdminStore & AdminKeyStore & DebugTokenStore
-    let clock: any WallClock
+    package let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
     /// The console sessions' idle timeout, number per key and sign-in rates.

@@ -38,6 +38,8 @@ struct AdminRoutes: Sendable {
         api.on("GET", "/keys", name: "admin_keys", keys)
         api.on("POST", "/keys", name: "admin_key_create", createKey)
         api.on("POST", "/keys/{key_id}/revoke", name: "admin_key_revoke", revokeKey)
+        api.on("POST", "/keys/{key_id}/disable", name: "admin_key_disable") { context throws in try setKeyDisabled(&context, true) }
+        api.on("POST", "/keys/{key_id}/enable", name: "admin_key_enable") { context throws in try setKeyDisabled(&context, false) }
     }
 
     /// The authenticated principal (the middleware set it, or refused the request).
@@ -225,7 +227,8 @@ struct AdminRoutes: Sendable {
     private func keys(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let keys = try admin.keys(principal)
-        return JSONBody.response([("keys", JSONValue.array(keys.map { JSONValue.object(AdminJSON.keyMembers($0)) }))])
+        let now = admin.clock.now()
+        return JSONBody.response([("keys", JSONValue.array(keys.map { JSONValue.object(AdminJSON.keyMembers($0, at: now)) }))])
     }
 
     private func createKey(_ context: inout RequestContext) throws -> HTTPResponse {
@@ -235,8 +238,8 @@ struct AdminRoutes: Sendable {
         guard let role = AdminRole(rawValue: try body.string(.role)) else {
             throw Problem.malformed(.field(.role), "role must be user, developer, admin, owner or primary_owner")
         }
-        let issued = try admin.createKey(principal, name: name, role: role)
-        return JSONBody.response(AdminJSON.keyMembers(issued.record) + [("key", issued.secret)], status: 201)
+        let issued = try admin.createKey(principal, name: name, role: role, expiresIn: try body.seconds(.expiresIn))
+        return JSONBody.response(AdminJSON.keyMembers(issued.record, at: issued.record.createdAt) + [("key", issued.secret)], status: 201)
     }
 
     private func revokeKey(_ context: inout RequestContext) throws -> HTTPResponse {
@@ -244,6 +247,14 @@ struct AdminRoutes: Sendable {
         let id = context.parameter("key_id")
         try admin.revokeKey(principal, id: id)
         return JSONBody.response([("id", id), ("status", "revoked")])
+    }
+
+    /// Disables or enables a key: the key as it is now, and `changed` false when it was so already.
+    private func setKeyDisabled(_ context: inout RequestContext, _ disabled: Bool) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let id = context.parameter("key_id")
+        let (key, changed) = try admin.setKeyDisabled(principal, id: id, disabled)
+        return JSONBody.response(AdminJSON.keyMembers(key, at: admin.clock.now()) + [("changed", changed)])
     }
 
     // MARK: Debug tokens
@@ -262,13 +273,7 @@ struct AdminRoutes: Sendable {
         context.log.clientID = clientID
         let body = try AdminBody(context.request)
         let name = try body.string(.name)
-        let lifetime: Int64?
-        switch body.members[ServiceError.RequestField.expiresIn.rawValue] {
-        case nil, .null?: lifetime = nil
-        case .integer(let seconds)?: lifetime = Int64(seconds)
-        default: throw Problem.malformed(.field(.expiresIn), "expires_in must be a whole number of seconds")
-        }
-        let issued = try admin.createDebugToken(principal, clientID: clientID, name: name, lifetime: lifetime)
+        let issued = try admin.createDebugToken(principal, clientID: clientID, name: name, lifetime: try body.seconds(.expiresIn))
         return JSONBody.response(issued.record.publicMembers + [("secret", issued.secret)], status: 201)
     }
 

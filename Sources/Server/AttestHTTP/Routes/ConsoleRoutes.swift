@@ -41,7 +41,9 @@ struct ConsoleRoutes: Sendable {
         do {
             session = try admin.signIn(key: key, address: context.client)
         } catch  where error.code == .adminUnauthenticated {
-            throw Problem(.service(.adminUnauthenticated), .service(.adminCredential), "this admin key is not valid (unknown or revoked)")
+            throw Problem(
+                .service(.adminUnauthenticated), .service(.adminCredential),
+                "this admin key is not valid (unknown, revoked, disabled or expired)")
         } catch {
             throw Problem(error)
         }

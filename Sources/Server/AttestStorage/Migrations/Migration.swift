@@ -56,7 +56,7 @@ extension Migration {
     /// `compatibleAhead` migrations, so that every binary of the release before runs on its schema
     /// while a fleet upgrades (and after a rollback); the tests hold the table to that, to the
     /// embedded migrations and to the version the binaries report.
-    package static let releases: [(version: String, newestMigration: Int)] = [("0.2.0", 11), ("0.3.0", 12)]
+    package static let releases: [(version: String, newestMigration: Int)] = [("0.2.0", 11), ("0.3.0", 12), ("0.4.0", 13)]
 
     /// Refuses a database that records a migration `known` lacks (a newer binary wrote it) beyond
     /// the next one, or records a known id under another name. `recorded` maps id to name.

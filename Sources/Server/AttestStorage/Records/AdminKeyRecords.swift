@@ -17,7 +17,8 @@ package enum AdminRole: String, Sendable, CaseIterable, Comparable {
 
 /// One admin key: a public ID (`admk_` + 16 hex digits, what `list` shows and `revoke` takes),
 /// the SHA-256 of its secret (the secret itself is shown once and never stored), the workspace
-/// it acts in, its role and its name (the audit log's actor).
+/// it acts in, its role and its name (the audit log's actor), and its lifecycle: an optional
+/// expiry, disabled (refused until enabled again) or revoked (for good), and its last use.
 package struct AdminKeyRecord: Sendable, Equatable {
     package var id: String
     package var keyHash: [UInt8]
@@ -26,12 +27,19 @@ package struct AdminKeyRecord: Sendable, Equatable {
     package var name: String
     /// Unix seconds.
     package var createdAt: Int64
-    /// Unix seconds; a revoked key is refused from the next request on.
+    /// Unix seconds; a revoked key is refused from the next request on, for good.
     package var revokedAt: Int64?
+    /// Unix seconds; the key is refused from then on. Nil: no expiry.
+    package var expiresAt: Int64?
+    /// Unix seconds; set while the key is disabled (refused until it is enabled again).
+    package var disabledAt: Int64?
+    /// Unix seconds of its last request or sign-in (written at most once a minute); nil: never used.
+    package var lastUsedAt: Int64?
 
     /// A key record.
     package init(
-        id: String, keyHash: [UInt8], workspaceID: String, role: AdminRole, name: String, createdAt: Int64, revokedAt: Int64? = nil
+        id: String, keyHash: [UInt8], workspaceID: String, role: AdminRole, name: String, createdAt: Int64, revokedAt: Int64? = nil,
+        expiresAt: Int64? = nil, disabledAt: Int64? = nil, lastUsedAt: Int64? = nil
     ) {
         self.id = id
         self.keyHash = keyHash
@@ -40,20 +48,46 @@ package struct AdminKeyRecord: Sendable, Equatable {
         self.name = name
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.expiresAt = expiresAt
+        self.disabledAt = disabledAt
+        self.lastUsedAt = lastUsedAt
+    }
+
+    /// What a request with the key gets at `time`: `active` only if it is neither revoked,
+    /// disabled nor expired (checked in that order).
+    package func status(at time: Int64) -> AdminKeyStatus {
+        if revokedAt != nil { return .revoked }
+        if disabledAt != nil { return .disabled }
+        if let expiresAt, expiresAt <= time { return .expired }
+        return .active
     }
 }
 
+/// Where an admin key stands; only an `active` key is accepted.
+package enum AdminKeyStatus: String, Sendable, CaseIterable {
+    case active
+    case disabled
+    case expired
+    case revoked
+}
+
 extension AdminKeyRecord: StoredRecord {
-    package static let columns = ["id", "key_hash", "workspace_id", "role", "name", "created_at", "revoked_at"]
+    package static let columns = [
+        "id", "key_hash", "workspace_id", "role", "name", "created_at", "revoked_at", "expires_at", "disabled_at", "last_used_at",
+    ]
 
     package var storedValues: [SQLValue] {
-        [.text(id), .blob(keyHash), .text(workspaceID), .text(role.rawValue), .text(name), .integer(createdAt), SQLValue(revokedAt)]
+        [
+            .text(id), .blob(keyHash), .text(workspaceID), .text(role.rawValue), .text(name), .integer(createdAt), SQLValue(revokedAt),
+            SQLValue(expiresAt), SQLValue(disabledAt), SQLValue(lastUsedAt),
+        ]
     }
 
     package init(row: inout SQLRowReader) throws(StorageError) {
         self.init(
             id: try row.text(), keyHash: try row.blob(), workspaceID: try row.text(), role: try row.enumeration(AdminRole.self),
-            name: try row.text(), createdAt: try row.int64(), revokedAt: try row.optionalInt64())
+            name: try row.text(), createdAt: try row.int64(), revokedAt: try row.optionalInt64(), expiresAt: try row.optionalInt64(),
+            disabledAt: try row.optionalInt64(), lastUsedAt: try row.optionalInt64())
     }
 }
 

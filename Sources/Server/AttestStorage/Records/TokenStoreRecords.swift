@@ -317,6 +317,8 @@ package enum AuditAction: String, Sendable, CaseIterable {
     case deviceUnblock = "device.unblock"
     case adminKeyCreate = "admin-key.create"
     case adminKeyRevoke = "admin-key.revoke"
+    case adminKeyDisable = "admin-key.disable"
+    case adminKeyEnable = "admin-key.enable"
     case consoleSignIn = "console.sign-in"
     case debugTokenCreate = "debug-token.create"
     case debugTokenRevoke = "debug-token.revoke"

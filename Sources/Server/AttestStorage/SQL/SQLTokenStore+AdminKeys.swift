@@ -24,9 +24,31 @@ extension SQLTokenStore {
         try perform(.read) { session throws(StorageError) in try session.record(AdminKeyRecord.self, AdminKeySQL.keyByID, [.text(id)]) }
     }
 
-    package func activeAdminKey(hash: [UInt8]) throws(StorageError) -> AdminKeyRecord? {
+    package func activeAdminKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord? {
         try perform(.read) { session throws(StorageError) in
-            try session.record(AdminKeyRecord.self, AdminKeySQL.activeKeyByHash, [.blob(hash)])
+            try session.record(AdminKeyRecord.self, AdminKeySQL.activeKeyByHash, [.blob(hash), .integer(time)])
+        }
+    }
+
+    package func disableAdminKey(id: String, at time: Int64?, audit: AuditNote<Bool>?) throws(StorageError) -> Bool? {
+        try perform(.transaction) { session throws(StorageError) -> Bool? in
+            guard try session.row(AdminKeySQL.lockKey, [.text(id)]) != nil else { return nil }
+            let changed: Bool
+            if let time {
+                changed = try session.run(AdminKeySQL.disableKey, [.integer(time), .text(id)]) == 1
+                // A disabled key's sessions end (enabling it again does not revive them).
+                try session.run(AdminKeySQL.deleteSessionsOfKey, [.text(id)])
+            } else {
+                changed = try session.run(AdminKeySQL.enableKey, [.text(id)]) == 1
+            }
+            try Self.audit(audit, changed, in: session)
+            return changed
+        }
+    }
+
+    package func noteAdminKeyUse(id: String, at time: Int64) throws(StorageError) {
+        try perform(.statement(durable: false)) { session throws(StorageError) in
+            try session.run(AdminKeySQL.noteUse, [.integer(time), .text(id), .integer(time - AdminKeySQL.useResolution)])
         }
     }
 
@@ -170,8 +192,13 @@ enum AdminKeySQL {
     private static let byIssue = SQLText.issueOrder(time: "created_at", key: "id")
     static let insertKey = SQLStatement(SQLText.insert(into: "admin_keys", AdminKeyRecord.columns))
     static let keyByID = SQLStatement("SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE id = ?")
+    /// A key neither revoked, disabled nor expired at `?2` (`AdminKeyRecord.status`; a session's
+    /// key is held to the same in `liveSession`).
     static let activeKeyByHash = SQLStatement(
-        "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE key_hash = ? AND revoked_at IS NULL")
+        """
+        SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys
+        WHERE key_hash = ?1 AND revoked_at IS NULL AND disabled_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)
+        """)
     static let keysOfWorkspace = SQLStatement(
         inIssueOrder: "SELECT \(SQLText.list(AdminKeyRecord.columns)) FROM admin_keys WHERE workspace_id = ? ORDER BY \(byIssue)")
     static let allKeys = SQLStatement(
@@ -185,15 +212,24 @@ enum AdminKeySQL {
         sqlite: "SELECT ?1 IS NULL", postgresql: "SELECT pg_advisory_xact_lock(hashtextextended('admin-keys:' || $1, 0))")
     static let lockKey = SQLStatement("SELECT revoked_at FROM admin_keys WHERE id = ?", forPostgreSQL: " FOR UPDATE")
     static let revokeKey = SQLStatement("UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+    static let disableKey = SQLStatement(
+        "UPDATE admin_keys SET disabled_at = ? WHERE id = ? AND revoked_at IS NULL AND disabled_at IS NULL")
+    static let enableKey = SQLStatement(
+        "UPDATE admin_keys SET disabled_at = NULL WHERE id = ? AND revoked_at IS NULL AND disabled_at IS NOT NULL")
+    /// A key's last use is kept to the minute: a busy key writes once a minute, not per request.
+    static let useResolution: Int64 = 60
+    static let noteUse = SQLStatement("UPDATE admin_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)")
     static let deleteSessionsOfKey = SQLStatement("DELETE FROM admin_sessions WHERE key_id = ?")
     static let insertSession = SQLStatement(SQLText.insert(into: "admin_sessions", AdminSessionRecord.columns))
-    /// The session's key, only while the session is unexpired and the key unrevoked: both are
-    /// read on every request, so a sign-out or a key's revocation ends the session at once.
+    /// The session's key, only while the session is unexpired and the key neither revoked,
+    /// disabled nor expired: both are read on every request, so a sign-out or a key's revocation
+    /// ends the session at once.
     static let liveSession = SQLStatement(
         """
         SELECT \(SQLText.list(LiveAdminSession.columns))
         FROM admin_sessions s JOIN admin_keys k ON k.id = s.key_id
-        WHERE s.session_hash = ? AND s.expires_at > ? AND k.revoked_at IS NULL
+        WHERE s.session_hash = ?1 AND s.expires_at > ?2
+            AND k.revoked_at IS NULL AND k.disabled_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?2)
         """)
     /// The key's sessions other than `?2`, all but the newest `?3` of them.
     static let endOldestSessions = SQLStatement(

@@ -124,19 +124,25 @@ package protocol AdminKeyStore: Sendable {
     func insertAdminKey(_ key: AdminKeyRecord, audit: AuditNote<Void>?) throws(StorageError)
     /// The key with this public ID (revoked ones too).
     func adminKey(id: String) throws(StorageError) -> AdminKeyRecord?
-    /// The key whose secret has this SHA-256, unless it is revoked.
-    func activeAdminKey(hash: [UInt8]) throws(StorageError) -> AdminKeyRecord?
+    /// The key whose secret has this SHA-256, unless it is revoked, disabled or expired at `time`.
+    func activeAdminKey(hash: [UInt8], at time: Int64) throws(StorageError) -> AdminKeyRecord?
     /// The keys of one workspace, or of all (nil), oldest first.
     func adminKeys(workspaceID: String?) throws(StorageError) -> [AdminKeyRecord]
     /// Revokes a key and ends its sessions in one transaction: nil when unknown, false when it was
     /// revoked already.
     func revokeAdminKey(id: String, at time: Int64, audit: AuditNote<Bool>?) throws(StorageError) -> Bool?
+    /// Disables a key at `time` and ends its sessions, or enables it again (`time` nil), in one
+    /// transaction with its audit row: nil when unknown, false when there was nothing to change
+    /// (already so, or revoked).
+    func disableAdminKey(id: String, at time: Int64?, audit: AuditNote<Bool>?) throws(StorageError) -> Bool?
+    /// Records a use of the key at `time`, unless one was recorded in the minute before.
+    func noteAdminKeyUse(id: String, at time: Int64) throws(StorageError)
     /// Stores a new console session (and the sign-in's audit row), and ends the key's oldest
     /// sessions beyond `keepingLatest` (the new one counted); how many it ended.
     @discardableResult
     func insertAdminSession(_ session: AdminSessionRecord, keepingLatest: Int, audit: AuditNote<Int>?) throws(StorageError) -> Int
     /// The session with this hash and its key, while the session is unexpired at `time` and the
-    /// key is not revoked.
+    /// key is neither revoked, disabled nor expired.
     func liveAdminSession(hash: [UInt8], at time: Int64) throws(StorageError) -> LiveAdminSession?
     /// Moves a live session's expiry to `expiresAt` (its idle timeout, renewed by use).
     func extendAdminSession(hash: [UInt8], to expiresAt: Int64) throws(StorageError)
