@@ -3,6 +3,7 @@ import { currentSession, signIn, signOut, APIError, SessionChanged } from "./api
 import { h, show, toast } from "./dom.js";
 import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
 import { debugTokensScreen } from "./debugtokens.js";
+import { verificationsScreen } from "./verifications.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
 import { sessionsScreen } from "./sessions.js";
@@ -96,6 +97,9 @@ async function route() {
     } else if (parts[0] === "integrations" && parts[1] && parts[2] === "devices") {
       markSection("integrations");
       await devicesScreen(session, decodeURIComponent(parts[1]));
+    } else if (parts[0] === "integrations" && parts[1] && parts[2] === "verifications") {
+      markSection("integrations");
+      await verificationsScreen(session, decodeURIComponent(parts[1]));
     } else if (parts[0] === "integrations" && parts[1] && parts[2] === "debug-tokens") {
       markSection("integrations");
       await debugTokensScreen(session, decodeURIComponent(parts[1]));

@@ -110,6 +110,7 @@ function tabs(clientID, current) {
   const base = `#/integrations/${encodeURIComponent(clientID)}`;
   return h("nav", { class: "tabs", "aria-label": "Integration" },
     h("a", { href: base, "aria-current": current === "overview" ? "page" : false }, "Overview"),
+    h("a", { href: `${base}/verifications`, "aria-current": current === "verifications" ? "page" : false }, "Verifications"),
     h("a", { href: `${base}/devices`, "aria-current": current === "devices" ? "page" : false }, "Devices"),
     h("a", { href: `${base}/debug-tokens`, "aria-current": current === "debug-tokens" ? "page" : false }, "Debug tokens"));
 }

@@ -107,7 +107,7 @@ final class RecordingObserver: ServiceObserver {
         reports.withLock { $0.append("\(kind.rawValue) \(outcome) \(clientID ?? "-")") }
     }
     func tokenIssued(debug: Bool) { reports.withLock { $0.append(debug ? "debug token" : "token") } }
-    func debugTokenExchanged(outcome: String) { reports.withLock { $0.append("debug exchange \(outcome)") } }
+    func debugTokenExchanged(outcome: String, clientID: String?) { reports.withLock { $0.append("debug exchange \(outcome)") } }
 }
 
 extension RaceTests {

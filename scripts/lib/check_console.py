@@ -13,6 +13,7 @@ keyboard only. No page may log an error (a CSP violation included). Screenshots 
 """
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -118,6 +119,7 @@ def owner_flow(t, browser, args, attestd, work):
     reads the audit log and makes a developer's key (args.developer_key); the client ID."""
     client_id = create_integration_in_console(t, browser, args)
     tokens = simulated_devices(t, args, attestd, work, client_id)
+    verifications_chart(t, browser, attestd, client_id)
     suspend_and_block(t, browser, attestd, tokens)
     revoke_in_console(t, browser, attestd, tokens)
     audit_and_keys(t, browser, args)
@@ -493,6 +495,47 @@ def phone_flow(t, browser, client_id):
         driver.set_window_size(1280, 860)
 
 
+def post_json(port, path, body):
+    """POST a JSON body to the device listener: (status, parsed answer)."""
+    request = urllib.request.Request("http://%s:%d%s" % (HOST, port, path), data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def verifications_chart(t, browser, attestd, client_id):
+    """One attestation refused (not CBOR), then the Verifications tab: the simulated devices' 3
+    attestations and 3 assertions verified, the refusal by its reason, after the next purge tick."""
+    _, challenge = post_json(attestd.port, "/v1/challenge", {"client_id": client_id})
+    status, refused = post_json(attestd.port, "/v1/attest", {"client_id": client_id, "key_id": base64.b64encode(bytes(32)).decode(),
+                                                              "attestation": "AAAA", "challenge": challenge.get("challenge", "")})
+    reason = refused.get("reason", "")
+    t.check(status == 401 and reason, "a garbage attestation is refused", "%d %s" % (status, refused))
+    browser.driver.find_element(By.LINK_TEXT, "Verifications").click()
+    browser.wait(lambda d: d.find_element(By.ID, "verification-chart"))
+
+    def counted(driver):
+        label = driver.find_element(By.ID, "verification-chart").get_attribute("aria-label")
+        if label.startswith("6 verified and 1 refused"):
+            return label
+        driver.find_element(By.ID, "range-24h").click()  # counts land at the purge tick (--purge-interval 1): ask again
+        return None
+    label = browser.wait(counted)
+    reasons = browser.find("#refusal-reasons").text
+    t.check(reason in reasons and "6" in browser.find("#verification-table").text,
+            "Verifications charts the 6 verifications and the refusal, its reason listed", label + " / " + reasons)
+    browser.find("#range-30d").click()
+    browser.wait(lambda d: d.find_element(By.ID, "range-30d").get_attribute("aria-pressed") == "true")
+    t.check(browser.find("#verification-chart").get_attribute("aria-label").endswith("over the last 30 days"),
+            "the 30 days range shows the same counts per day")
+    browser.find("#range-24h").click()
+    browser.wait(lambda d: d.find_element(By.ID, "range-24h").get_attribute("aria-pressed") == "true")
+    browser.shot("verifications.png")
+
+
 def exchange_debug_token(port, client_id, secret):
     """POST /v1/debug-token as a Simulator build would: (status, body)."""
     body = json.dumps({"client_id": client_id, "debug_token": secret}).encode()
@@ -569,7 +612,7 @@ def main():
         os.remove(stale)
     run([attestctl, "simulate", "--write-trust-anchor", root, "--state", args.state], check=True)
     attestd = Attestd(os.path.join(args.bin, "attestd"), os.path.join(args.work, "attestd.log"),
-                      ["--db", db, "--trust-anchor", root, "--address-rate", "0", "--device-unblock", "on"])
+                      ["--db", db, "--trust-anchor", root, "--address-rate", "0", "--device-unblock", "on", "--purge-interval", "1"])
     if not t.check(attestd.started() and attestd.admin_port, "attestd starts with its admin listener on loopback",
                    attestd.log_text()[-600:]):
         return t.finish()

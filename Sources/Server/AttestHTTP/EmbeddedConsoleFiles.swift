@@ -95,6 +95,7 @@ import { currentSession, signIn, signOut, APIError, SessionChanged } from "./api
 import { h, show, toast } from "./dom.js";
 import { integrationsScreen, createScreen, overviewScreen, devicesScreen } from "./integrations.js";
 import { debugTokensScreen } from "./debugtokens.js";
+import { verificationsScreen } from "./verifications.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
 import { sessionsScreen } from "./sessions.js";
@@ -188,6 +189,9 @@ async function route() {
     } else if (parts[0] === "integrations" && parts[1] && parts[2] === "devices") {
       markSection("integrations");
       await devicesScreen(session, decodeURIComponent(parts[1]));
+    } else if (parts[0] === "integrations" && parts[1] && parts[2] === "verifications") {
+      markSection("integrations");
+      await verificationsScreen(session, decodeURIComponent(parts[1]));
     } else if (parts[0] === "integrations" && parts[1] && parts[2] === "debug-tokens") {
       markSection("integrations");
       await debugTokensScreen(session, decodeURIComponent(parts[1]));
@@ -461,6 +465,23 @@ dialog ul { padding-left: 20px; }
 .row-actions button { display: block; width: 100%; }
 .row-actions button + button { margin-top: 4px; }
 .token-list li { padding: 4px 0; }
+
+/* Verifications: the range switch, the chart (columns of refused over verified) and its legend. */
+.toolbar { display: flex; flex-wrap: wrap; align-items: center; justify-content: space-between; gap: 12px; margin-bottom: 12px; }
+.toolbar p { margin: 0; }
+.segmented { display: inline-flex; gap: 4px; }
+.segmented button[aria-pressed="true"] { background: var(--accent); border-color: var(--accent); color: #fff; }
+.chart-card { margin: 0 0 20px; }
+.chart { display: flex; align-items: flex-end; gap: 2px; height: 180px; border-bottom: 1px solid var(--control); }
+.bar { flex: 1 1 0; min-width: 0; height: 100%; display: flex; flex-direction: column; justify-content: flex-end; }
+.bar-ok { background: var(--ok); }
+.bar-refused { background: var(--danger); }
+.legend { display: flex; flex-wrap: wrap; align-items: center; gap: 6px 8px; margin-top: 10px; color: var(--muted); font-size: 0.9em; }
+.key { display: inline-block; width: 12px; height: 12px; border-radius: 2px; }
+.key-ok { background: var(--ok); }
+.key-refused { background: var(--danger); margin-left: 12px; }
+#refusal-reasons, #no-refusals { margin-bottom: 20px; }
+caption { text-align: left; font-weight: 600; padding: 8px 12px; }
 
 """#),
         ("debugtokens.js", "text/javascript; charset=utf-8", #"""
@@ -889,6 +910,7 @@ function tabs(clientID, current) {
   const base = `#/integrations/${encodeURIComponent(clientID)}`;
   return h("nav", { class: "tabs", "aria-label": "Integration" },
     h("a", { href: base, "aria-current": current === "overview" ? "page" : false }, "Overview"),
+    h("a", { href: `${base}/verifications`, "aria-current": current === "verifications" ? "page" : false }, "Verifications"),
     h("a", { href: `${base}/devices`, "aria-current": current === "devices" ? "page" : false }, "Devices"),
     h("a", { href: `${base}/debug-tokens`, "aria-current": current === "debug-tokens" ? "page" : false }, "Debug tokens"));
 }
@@ -1387,6 +1409,80 @@ export async function sessionsScreen() {
     h("p", { class: "muted" }, `Sessions of this admin key. Each ends after ${Math.round(idle / 60)} minutes unused or 8 hours after `
       + `sign-in; a key holds at most ${maximum}, and a new sign-in ends the oldest beyond that.`),
     table);
+}
+
+"""#),
+        ("verifications.js", "text/javascript; charset=utf-8", #"""
+// An integration's Verifications: attestations and assertions verified, refusals by reason and
+// access tokens minted, per hour over 24 hours or per day over 30 days (what every node counted and
+// added at its last purge tick, about a minute behind). A chart, the reasons, and the table behind
+// the chart for screen readers and for copying.
+import { api } from "./api.js";
+import { h, show } from "./dom.js";
+import { header, path } from "./integrations.js";
+
+const ranges = [["24h", "24 hours"], ["30d", "30 days"]];
+
+/** A bucket's label: the hour (local time) or the day. */
+function label(seconds, range) {
+  const date = new Date(seconds * 1000);
+  return range === "24h"
+    ? date.toLocaleString(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit" })
+    : date.toLocaleDateString(undefined, { month: "short", day: "numeric" });
+}
+
+/** Columns of verified (below) and refused (above) per bucket, scaled to the busiest bucket. */
+function chart(series) {
+  const busiest = Math.max(1, ...series.buckets.map((b) => b.verified + b.refused));
+  const verified = series.buckets.reduce((n, b) => n + b.verified, 0);
+  const refused = series.buckets.reduce((n, b) => n + b.refused, 0);
+  const columns = series.buckets.map((b) => {
+    const ok = h("span", { class: "bar-ok" });
+    const bad = h("span", { class: "bar-refused" });
+    // CSSOM, not a style attribute: the console's Content-Security-Policy allows no inline style.
+    ok.style.height = `${(100 * b.verified) / busiest}%`;
+    bad.style.height = `${(100 * b.refused) / busiest}%`;
+    return h("span", { class: "bar", title: `${label(b.start, series.range)}: ${b.verified} verified, ${b.refused} refused` }, bad, ok);
+  });
+  return h("figure", { class: "card chart-card" },
+    h("div", { class: "chart", id: "verification-chart", role: "img",
+      "aria-label": `${verified} verified and ${refused} refused over the last ${series.range === "24h" ? "24 hours" : "30 days"}` },
+    columns),
+    h("figcaption", { class: "legend" },
+      h("span", { class: "key key-ok" }), `Verified (${verified})`, h("span", { class: "key key-refused" }), `Refused (${refused})`));
+}
+
+export async function verificationsScreen(session, clientID, range = "24h") {
+  const integration = await api.get(path(clientID));
+  const series = await api.get(path(clientID, `/verifications?range=${range}`));
+  const switcher = h("div", { class: "segmented", role: "group", "aria-label": "Range" },
+    ranges.map(([value, text]) => {
+      const button = h("button", { type: "button", class: "quiet small", id: `range-${value}`, "aria-pressed": String(value === range) }, text);
+      button.addEventListener("click", async () => {
+        await verificationsScreen(session, clientID, value);
+        document.getElementById(`range-${value}`)?.focus();
+      });
+      return button;
+    }));
+  const reasons = Object.entries(series.refusals);
+  const busy = series.buckets.filter((b) => b.verified + b.refused + b.tokens > 0).reverse();
+  const reasonTable = reasons.length === 0
+    ? h("p", { class: "muted", id: "no-refusals" }, "No refusals in this range.")
+    : h("table", { id: "refusal-reasons" },
+      h("caption", {}, "Refusals by reason"),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Reason"), h("th", { scope: "col" }, "Refusals"))),
+      h("tbody", {}, reasons.map(([reason, count]) => h("tr", {}, h("td", {}, h("code", {}, reason)), h("td", {}, String(count))))));
+  const bucketTable = busy.length === 0
+    ? h("p", { class: "empty" }, "No verifications in this range yet. Counts reach this page about a minute after they happen.")
+    : h("table", { id: "verification-table" },
+      h("caption", {}, range === "24h" ? "Per hour, newest first" : "Per day, newest first"),
+      h("thead", {}, h("tr", {}, ["When", "Verified", "Refused", "Tokens minted"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, busy.map((b) => h("tr", {},
+        h("td", {}, label(b.start, range)), h("td", {}, String(b.verified)), h("td", {}, String(b.refused)), h("td", {}, String(b.tokens))))));
+  show(`${integration.name}: verifications`, header(integration, "verifications"),
+    h("div", { class: "toolbar" }, h("p", { class: "muted" },
+      "Attestations and assertions verified or refused, and access tokens minted (debug tokens' included)."), switcher),
+    chart(series), reasonTable, bucketTable);
 }
 
 """#),

@@ -154,7 +154,7 @@ package final class Metrics: Sendable, ServiceObserver {
         }
     }
 
-    package func debugTokenExchanged(outcome: String) {
+    package func debugTokenExchanged(outcome: String, clientID: String?) {
         state.withLock { $0.debugExchanges[outcome, default: 0] += 1 }
     }
 

@@ -24,6 +24,8 @@ package final class Application: Sendable {
     /// The device-facing listener's gauges; `Server` attaches the listener once it runs.
     package let listener: ListenerGauges
     package let metrics: Metrics
+    /// Each integration's verifications per hour, added to the store at each purge tick.
+    package let verifications: VerificationTally
     /// The gateway credentials, re-read on SIGHUP (nil without `--gateway-secret-file`).
     package let gatewaySecrets: GatewaySecrets?
     /// The gauges' values, refreshed with every purge (at start and then every purge interval).
@@ -160,8 +162,10 @@ package final class Application: Sendable {
         let cache = StatisticsCache()
         statistics = cache
         gatewaySecrets = secrets
+        verifications = VerificationTally(clock: clock)
         let service = TokenService(
-            store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts, observer: metrics)
+            store: store, verifier: verifier, clock: clock, policy: policy, receipts: receipts,
+            observer: ServiceObservers([metrics, verifications]))
         self.service = service
         let refresher = try Self.receiptRefresher(configuration: configuration, store: store, clock: clock, logger: logger)
         receiptRefresher = refresher
@@ -322,6 +326,7 @@ package final class Application: Sendable {
     package func close() -> Bool {
         receiptRefresher?.stop()
         router.stop()
+        flushVerifications()
         do {
             try service.closeStorage()
             return true
@@ -362,7 +367,18 @@ package final class Application: Sendable {
         } catch {
             logger.log(.error, "purge failed", ["error": .string(error.subcode.identifier)])
         }
+        flushVerifications()
         refreshStatistics()
+    }
+
+    /// Adds the verifications counted since the last flush to the store; on a failure they wait
+    /// for the next one.
+    package func flushVerifications() {
+        do {
+            try verifications.flush(into: store)
+        } catch {
+            logger.log(.warning, "verification counts not written; kept for the next purge tick", ["error": .string(error.reason)])
+        }
     }
 
     /// Counts the rows for the gauges (off the scrape's path).

@@ -84,6 +84,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case from
         case to
         case format
+        /// The range of an integration's verification counts (`24h` or `30d`).
+        case range
     }
 
     /// The integration settings `attestctl integration create` validates.

@@ -15,6 +15,30 @@ package protocol ServiceObserver: Sendable {
     func verificationFinished(_ kind: VerificationKind, outcome: String, clientID: String?)
     /// An access token was issued: to an attested device, or for a debug token.
     func tokenIssued(debug: Bool)
-    /// A debug token was exchanged (`outcome` `ok`) or refused (the refusal's reason).
-    func debugTokenExchanged(outcome: String)
+    /// A debug token was exchanged (`outcome` `ok`, `clientID` its integration's) or refused (the
+    /// refusal's reason; `clientID` nil: a refusal names no integration it could be sure of).
+    func debugTokenExchanged(outcome: String, clientID: String?)
+}
+
+/// Several observers told of everything, in order (the metrics, and the verification counts).
+package struct ServiceObservers: ServiceObserver {
+    package let all: [any ServiceObserver]
+
+    package init(_ all: [any ServiceObserver]) { self.all = all }
+
+    package func receiptVerified(clientID: String, verdict: String, riskMetric: Int?) {
+        for observer in all { observer.receiptVerified(clientID: clientID, verdict: verdict, riskMetric: riskMetric) }
+    }
+
+    package func verificationFinished(_ kind: VerificationKind, outcome: String, clientID: String?) {
+        for observer in all { observer.verificationFinished(kind, outcome: outcome, clientID: clientID) }
+    }
+
+    package func tokenIssued(debug: Bool) {
+        for observer in all { observer.tokenIssued(debug: debug) }
+    }
+
+    package func debugTokenExchanged(outcome: String, clientID: String?) {
+        for observer in all { observer.debugTokenExchanged(outcome: outcome, clientID: clientID) }
+    }
 }

@@ -22,10 +22,10 @@ extension TokenService {
     package func exchangeDebugToken(clientID: ClientID, secret: String) throws(ServiceError) -> IssuedToken {
         do throws(ServiceError) {
             let issued = try mintForDebugToken(clientID: clientID, secret: secret)
-            observer?.debugTokenExchanged(outcome: "ok")
+            observer?.debugTokenExchanged(outcome: "ok", clientID: clientID.text)
             return issued
         } catch {
-            observer?.debugTokenExchanged(outcome: error.subcode.identifier)
+            observer?.debugTokenExchanged(outcome: error.subcode.identifier, clientID: nil)
             throw error
         }
     }

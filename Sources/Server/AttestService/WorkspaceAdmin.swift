@@ -71,7 +71,7 @@ package struct WorkspaceAdmin: Sendable {
     /// working day, as the seed's Console and Firebase's keep an admin signed in).
     package static let sessionSeconds: Int64 = 8 * 3600
 
-    let store: any AdminStore & AdminKeyStore & DebugTokenStore
+    let store: any AdminStore & AdminKeyStore & DebugTokenStore & VerificationCountStore
     package let clock: any WallClock
     let random: any RandomSource
     let logger: Logger?
@@ -83,7 +83,7 @@ package struct WorkspaceAdmin: Sendable {
     package let devicesUnblockable: Bool
 
     package init(
-        store: any AdminStore & AdminKeyStore & DebugTokenStore, clock: any WallClock = SystemWallClock(),
+        store: any AdminStore & AdminKeyStore & DebugTokenStore & VerificationCountStore, clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandom(),
         logger: Logger? = nil, sessions: ConsoleSessionPolicy = ConsoleSessionPolicy(), devicesUnblockable: Bool = false
     ) {

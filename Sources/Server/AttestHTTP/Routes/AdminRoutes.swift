@@ -26,6 +26,7 @@ struct AdminRoutes: Sendable {
         // The same update as a partial update of the integration (REST clients expect PATCH).
         api.on("PATCH", "/integrations/{client_id}", name: "admin_integration_policy", policy)
         api.on("GET", "/integrations/{client_id}/devices", name: "admin_devices", devices)
+        api.on("GET", "/integrations/{client_id}/verifications", name: "admin_verifications", verifications)
         api.on("GET", "/integrations/{client_id}/debug-tokens", name: "admin_debug_tokens", debugTokens)
         api.on("POST", "/integrations/{client_id}/debug-tokens", name: "admin_debug_token_create", createDebugToken)
         api.on("DELETE", "/integrations/{client_id}/debug-tokens/{id}", name: "admin_debug_token_revoke", revokeDebugToken)
@@ -255,6 +256,30 @@ struct AdminRoutes: Sendable {
         let id = context.parameter("key_id")
         let (key, changed) = try admin.setKeyDisabled(principal, id: id, disabled)
         return JSONBody.response(AdminJSON.keyMembers(key, at: admin.clock.now()) + [("changed", changed)])
+    }
+
+    /// `?range=24h` (hourly, the default) or `30d` (daily): verified, refused and tokens per
+    /// bucket, refusals by reason per bucket and over the range.
+    private func verifications(_ context: inout RequestContext) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let clientID = context.parameter("client_id")
+        context.log.clientID = clientID
+        let listing = try AdminListing(query: context.request.query)
+        guard let range = VerificationSeries.Range(rawValue: listing.text(.range) ?? "24h") else {
+            throw Problem.malformed(.field(.range), "range must be 24h or 30d")
+        }
+        let series = try admin.verifications(principal, clientID: clientID, range: range)
+        let byReason: ([(String, Int64)]) -> JSONValue = { pairs in .object(pairs.map { ($0.0, $0.1 as any Sendable) }) }
+        let buckets = series.buckets.map { bucket -> JSONValue in
+            .object([
+                ("start", bucket.start), ("verified", bucket.verified), ("refused", bucket.refused), ("tokens", bucket.tokens),
+                ("refusals", byReason(bucket.refusals.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })),
+            ])
+        }
+        return JSONBody.response([
+            ("range", range.rawValue), ("bucket_seconds", series.bucketSeconds), ("buckets", JSONValue.array(buckets)),
+            ("refusals", byReason(series.refusals.map { ($0.reason, $0.count) })),
+        ])
     }
 
     // MARK: Debug tokens

@@ -365,10 +365,11 @@ CREATE INDEX debug_tokens_by_client ON debug_tokens (client_id);
 ALTER TABLE tokens ADD COLUMN debug_token_id TEXT;
 
 """#),
-        EmbeddedMigrationFile(dialect: "postgresql", id: 13, name: "admin_key_lifecycle", sql: #"""
--- 0013_admin_key_lifecycle, release 0.4.0's one migration (a binary runs on its own schema and
--- the next one only, so a release adds one). An admin key gets the lifecycle of a cloud
--- provider's access keys:
+        EmbeddedMigrationFile(dialect: "postgresql", id: 13, name: "key_lifecycle_and_verification_counts", sql: #"""
+-- 0013_key_lifecycle_and_verification_counts, release 0.4.0's one migration (a binary runs on its own schema and
+-- the next one only, so a release adds one), in two parts.
+--
+-- Part 1: an admin key gets the lifecycle of a cloud provider's access keys:
 --   admin_keys.expires_at: an optional expiry chosen at creation; the key is refused from then on.
 --   admin_keys.disabled_at: set while the key is disabled (refused, its sessions ended), cleared
 --     when it is enabled again; revocation stays permanent.
@@ -382,6 +383,25 @@ ALTER TABLE tokens ADD COLUMN debug_token_id TEXT;
 ALTER TABLE admin_keys ADD COLUMN expires_at BIGINT;
 ALTER TABLE admin_keys ADD COLUMN disabled_at BIGINT;
 ALTER TABLE admin_keys ADD COLUMN last_used_at BIGINT;
+
+-- Part 2, each integration's verifications per hour (the console's charts), a rollup:
+--   verification_counts: per integration, hour (Unix seconds, a multiple of 3600), kind
+--     (attestation, assertion, debug: a debug token's exchange) and outcome ('ok' or the check or
+--     reason that refused it), how many. Each node counts in memory and adds its counts at every
+--     purge tick (INSERT ... ON CONFLICT DO UPDATE adds), so the rows are bounded by integrations x
+--     hours x outcomes, never by requests; the purge deletes rows older than 31 days. Nodes still
+--     on 0.3.0 count nothing here.
+
+CREATE TABLE verification_counts (
+    client_id TEXT NOT NULL,
+    hour BIGINT NOT NULL CHECK (hour % 3600 = 0),
+    kind TEXT NOT NULL CHECK (kind IN ('attestation', 'assertion', 'debug')),
+    outcome TEXT NOT NULL,
+    count BIGINT NOT NULL CHECK (count > 0),
+    PRIMARY KEY (client_id, hour, kind, outcome)
+);
+
+CREATE INDEX verification_counts_by_hour ON verification_counts (hour);
 
 """#),
         EmbeddedMigrationFile(dialect: "sqlite", id: 1, name: "initial", sql: #"""
@@ -686,10 +706,11 @@ CREATE INDEX debug_tokens_by_client ON debug_tokens (client_id);
 ALTER TABLE tokens ADD COLUMN debug_token_id TEXT;
 
 """#),
-        EmbeddedMigrationFile(dialect: "sqlite", id: 13, name: "admin_key_lifecycle", sql: #"""
--- 0013_admin_key_lifecycle, release 0.4.0's one migration (a binary runs on its own schema and
--- the next one only, so a release adds one). An admin key gets the lifecycle of a cloud
--- provider's access keys:
+        EmbeddedMigrationFile(dialect: "sqlite", id: 13, name: "key_lifecycle_and_verification_counts", sql: #"""
+-- 0013_key_lifecycle_and_verification_counts, release 0.4.0's one migration (a binary runs on its own schema and
+-- the next one only, so a release adds one), in two parts.
+--
+-- Part 1: an admin key gets the lifecycle of a cloud provider's access keys:
 --   admin_keys.expires_at: an optional expiry chosen at creation; the key is refused from then on.
 --   admin_keys.disabled_at: set while the key is disabled (refused, its sessions ended), cleared
 --     when it is enabled again; revocation stays permanent.
@@ -703,6 +724,25 @@ ALTER TABLE tokens ADD COLUMN debug_token_id TEXT;
 ALTER TABLE admin_keys ADD COLUMN expires_at INTEGER;
 ALTER TABLE admin_keys ADD COLUMN disabled_at INTEGER;
 ALTER TABLE admin_keys ADD COLUMN last_used_at INTEGER;
+
+-- Part 2, each integration's verifications per hour (the console's charts), a rollup:
+--   verification_counts: per integration, hour (Unix seconds, a multiple of 3600), kind
+--     (attestation, assertion, debug: a debug token's exchange) and outcome ('ok' or the check or
+--     reason that refused it), how many. Each node counts in memory and adds its counts at every
+--     purge tick (INSERT ... ON CONFLICT DO UPDATE adds), so the rows are bounded by integrations x
+--     hours x outcomes, never by requests; the purge deletes rows older than 31 days. Nodes still
+--     on 0.3.0 count nothing here.
+
+CREATE TABLE verification_counts (
+    client_id TEXT NOT NULL,
+    hour INTEGER NOT NULL CHECK (hour % 3600 = 0),
+    kind TEXT NOT NULL CHECK (kind IN ('attestation', 'assertion', 'debug')),
+    outcome TEXT NOT NULL,
+    count INTEGER NOT NULL CHECK (count > 0),
+    PRIMARY KEY (client_id, hour, kind, outcome)
+) STRICT, WITHOUT ROWID;
+
+CREATE INDEX verification_counts_by_hour ON verification_counts (hour);
 
 """#),
     ]

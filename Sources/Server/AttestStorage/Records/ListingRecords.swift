@@ -141,3 +141,29 @@ package struct AuditPage: Sendable, Equatable {
 
     package init(entries: [AuditListEntry], next: Int64?) { (self.entries, self.next) = (entries, next) }
 }
+
+/// How many verifications of one integration, of one kind, ended with one outcome, in the hour
+/// (or the bucket of hours) that starts at `start`.
+package struct VerificationCount: Sendable, Hashable {
+    /// What was verified: an attestation, an assertion, or a debug token's exchange.
+    package enum Kind: String, Sendable, CaseIterable {
+        case attestation
+        case assertion
+        case debug
+    }
+
+    package var clientID: String
+    /// Unix seconds, a multiple of the bucket (an hour as stored).
+    package var start: Int64
+    package var kind: Kind
+    /// `ok`, or the check or reason that refused it.
+    package var outcome: String
+    package var count: Int64
+
+    /// How long the hourly rows are kept (the console shows 30 days).
+    package static let retention: Int64 = 31 * 86_400
+
+    package init(clientID: String, start: Int64, kind: Kind, outcome: String, count: Int64) {
+        (self.clientID, self.start, self.kind, self.outcome, self.count) = (clientID, start, kind, outcome, count)
+    }
+}

@@ -71,6 +71,7 @@ extension SQLTokenStore {
             try session.run(AdminKeySQL.purgeSignIns, [.integer(time - AuditQuery.signInRetention)])
             // A bucket untouched for a day is full again: forgetting it changes nothing.
             try session.run(UpkeepSQL.purgeBuckets, [.real(Double(time) - 86_400)])
+            try session.run(VerificationCountSQL.purge, [.integer(time - VerificationCount.retention)])
         }
         return purged
     }

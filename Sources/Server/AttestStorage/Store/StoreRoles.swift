@@ -219,9 +219,18 @@ package struct RecordedTime: Sendable, Equatable {
     package init(newestIssue: Int64?) { self.newestIssue = newestIssue }
 }
 
+/// Each integration's verifications per hour: what the console charts.
+package protocol VerificationCountStore: Sendable {
+    /// Adds each count to its row (integration, hour, kind, outcome), creating it if absent.
+    func addVerificationCounts(_ counts: [VerificationCount]) throws(StorageError)
+    /// One integration's counts from `since` on, summed into `bucket`-second buckets (3600 or
+    /// 86400, aligned to Unix time), oldest first.
+    func verificationCounts(clientID: String, since: Int64, bucket: Int64) throws(StorageError) -> [VerificationCount]
+}
+
 /// Everything attestd persists: every role, implemented by both backends.
 package protocol TokenStore: ChallengeStore, DeviceStore, TokenLookupStore, AdminStore, AdminKeyStore, DebugTokenStore, ReceiptStore,
-    StoreMaintenance
+    VerificationCountStore, StoreMaintenance
 {}
 
 extension TokenLookupStore {
