@@ -7,6 +7,7 @@ import { verificationsScreen } from "./verifications.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
 import { sessionsScreen } from "./sessions.js";
+import { ownershipBanner } from "./ownership.js";
 
 let session = null;
 
@@ -65,6 +66,11 @@ function chrome() {
       h("span", { class: "workspace" }, session.workspace_id), " · ", session.name, " · ",
       h("span", { class: "role" }, session.role.replace("_", " ")));
   }
+  ownershipBanner(session, async () => {
+    session = await currentSession();
+    chrome();
+    route();
+  }).catch(() => { /* the banner is a courtesy: a failed look-up hides it, the page goes on */ });
 }
 
 function markSection(section) {

@@ -3,6 +3,7 @@
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
 import { sessionLost } from "./guard.js";
+import { ownershipCard } from "./ownership.js";
 
 const roles = ["user", "developer", "admin", "owner", "primary_owner"];
 const label = (role) => role.replace("_", " ");
@@ -122,7 +123,8 @@ export async function keysScreen(session) {
     h("caption", { class: "visually-hidden" }, "Admin keys"),
     h("thead", {}, h("tr", {}, ["Name", "Role", "Status", "Key ID", "Created", "Expires", "Last used", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, rows));
+  const ownership = await ownershipCard(session, keys, () => keysScreen(session));
   show("Admin keys", h("h1", {}, "Admin keys"),
     h("p", { class: "muted" }, "Keys of this workspace. A key is shown once, when it is created; attestd keeps only its hash."),
-    form, table);
+    form, table, ownership);
 }

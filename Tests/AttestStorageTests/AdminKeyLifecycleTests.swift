@@ -79,3 +79,52 @@ struct AdminKeyLifecycleTests {
         withExtendedLifetime(location) {}
     }
 }
+
+/// The ownership offer on both stores: one open offer per workspace, accepted only by its key,
+/// before it expires, while its giver is the live primary owner; the roles swap in one step.
+@Suite("Ownership offers")
+struct OwnershipOfferStoreTests {
+    static let time = AdminKeyStoreTests.time
+
+    @Test(
+        "accepted only by its key, unexpired, from the live primary owner; the roles swap and the offer goes",
+        arguments: StoreBackend.available)
+    func accept(_ backend: StoreBackend) throws {
+        let location = try TestStoreLocation(backend)
+        let store = try location.open(at: Self.time)
+        let giver = AdminKeyStoreTests.key("admk_p", 1, role: .primaryOwner)
+        let taker = AdminKeyStoreTests.key("admk_t", 2, role: .user)
+        let other = AdminKeyStoreTests.key("admk_o", 3, role: .owner)
+        for key in [giver, taker, other] { try store.insertAdminKey(key, audit: nil) }
+        let offer = OwnershipOffer(
+            workspaceID: "ws_a", fromKeyID: giver.id, toKeyID: taker.id, createdAt: Self.time, expiresAt: Self.time + 100)
+        try store.offerOwnership(offer, audit: nil)
+        #expect(try store.ownershipOffer(workspaceID: "ws_a") == offer)
+        #expect(try !store.acceptOwnership(workspaceID: "ws_a", keyID: other.id, at: Self.time + 1, audit: nil))
+        #expect(try !store.acceptOwnership(workspaceID: "ws_a", keyID: taker.id, at: Self.time + 100, audit: nil))
+        // A giver disabled meanwhile is no longer the live primary owner: nothing changes.
+        #expect(try store.disableAdminKey(id: giver.id, at: Self.time + 2, audit: nil) == true)
+        #expect(try !store.acceptOwnership(workspaceID: "ws_a", keyID: taker.id, at: Self.time + 3, audit: nil))
+        #expect(try store.disableAdminKey(id: giver.id, at: nil, audit: nil) == true)
+        let note = AuditNote<Void>(at: Self.time + 4, actor: "Taker", action: .ownershipTransfer, target: taker.id) { _ in "accepted" }
+        #expect(try store.acceptOwnership(workspaceID: "ws_a", keyID: taker.id, at: Self.time + 4, audit: note))
+        #expect(try store.adminKey(id: taker.id)?.role == .primaryOwner && store.adminKey(id: giver.id)?.role == .owner)
+        #expect(try store.ownershipOffer(workspaceID: "ws_a") == nil)
+        #expect(try !store.acceptOwnership(workspaceID: "ws_a", keyID: taker.id, at: Self.time + 5, audit: nil))
+        let rows = try store.auditPage(AuditQuery(workspaceID: nil, actions: [.ownershipTransfer])).entries
+        #expect(rows.map(\.entry.target) == [taker.id])
+        // A new offer replaces the open one; withdrawing it leaves none.
+        try store.offerOwnership(
+            OwnershipOffer(
+                workspaceID: "ws_a", fromKeyID: taker.id, toKeyID: giver.id, createdAt: Self.time + 6, expiresAt: Self.time + 99),
+            audit: nil)
+        try store.offerOwnership(
+            OwnershipOffer(
+                workspaceID: "ws_a", fromKeyID: taker.id, toKeyID: other.id, createdAt: Self.time + 7, expiresAt: Self.time + 99),
+            audit: nil)
+        #expect(try store.ownershipOffer(workspaceID: "ws_a")?.toKeyID == other.id)
+        #expect(try store.withdrawOwnershipOffer(workspaceID: "ws_a", audit: nil))
+        #expect(try !store.withdrawOwnershipOffer(workspaceID: "ws_a", audit: nil))
+        withExtendedLifetime(location) {}
+    }
+}

@@ -311,6 +311,35 @@ def key_lifecycle(t, browser):
     browser.shot("admin-keys-disabled.png")
 
 
+def ownership_transfer(t, browser, args):
+    """A primary owner (made by attestctl) offers the ownership to Olivia on Admin keys; Olivia
+    signs in, accepts it from the banner, and is the primary owner."""
+    made = run([os.path.join(args.bin, "attestctl"), "admin-key", "create", "--db", args.db, "--workspace", "ws_console",
+                "--role", "primary_owner", "--name", "Pat (founder)"])
+    browser.sign_out()
+    browser.sign_in(made.stdout.strip())
+    browser.wait(lambda d: "primary owner" in d.find_element(By.ID, "who").text)
+    browser.driver.find_element(By.LINK_TEXT, "Admin keys").click()
+    browser.wait_heading("Admin keys")
+    target = Select(browser.wait(lambda d: d.find_element(By.ID, "ownership-key")))
+    target.select_by_visible_text("Olivia (owner) (owner)")
+    browser.find("#offer-ownership").click()
+    browser.wait(lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    browser.find("#confirm-ok").click()
+    offered = browser.wait(lambda d: d.find_element(By.ID, "ownership-offer")).text
+    t.check("Olivia (owner)" in offered, "the primary owner offers the ownership to another key on Admin keys", offered)
+    browser.sign_out()
+    browser.sign_in(args.owner_key)
+    banner = browser.wait(lambda d: d.find_element(By.ID, "banner") if d.find_element(By.ID, "banner").is_displayed() else None)
+    t.check("offers you the ownership" in banner.text, "the offered key's holder sees the offer on signing in", banner.text)
+    browser.shot("ownership-offer.png")
+    browser.find("#accept-ownership").click()
+    browser.wait(lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: "primary owner" in d.find_element(By.ID, "who").text and not d.find_element(By.ID, "banner").is_displayed())
+    t.pass_("accepting makes the key the primary owner at once (the header says so, the banner goes)")
+
+
 def rows_key(browser):
     """The key IDs of the devices listed now."""
     return [row.get_attribute("data-key-id") for row in browser.driver.find_elements(By.CSS_SELECTOR, "tbody tr[data-key-id]")]
@@ -388,6 +417,7 @@ def audit_and_keys(t, browser, args):
     browser.shot("admin-keys.png")
     session_failures(t, browser, args)
     key_lifecycle(t, browser)
+    ownership_transfer(t, browser, args)
     browser.driver.find_element(By.LINK_TEXT, "App integrations").click()
     browser.wait_heading("App integrations")
     browser.shot("integrations.png")

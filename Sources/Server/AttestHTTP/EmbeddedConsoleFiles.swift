@@ -99,6 +99,7 @@ import { verificationsScreen } from "./verifications.js";
 import { auditScreen } from "./audit.js";
 import { keysScreen } from "./keys.js";
 import { sessionsScreen } from "./sessions.js";
+import { ownershipBanner } from "./ownership.js";
 
 let session = null;
 
@@ -157,6 +158,11 @@ function chrome() {
       h("span", { class: "workspace" }, session.workspace_id), " · ", session.name, " · ",
       h("span", { class: "role" }, session.role.replace("_", " ")));
   }
+  ownershipBanner(session, async () => {
+    session = await currentSession();
+    chrome();
+    route();
+  }).catch(() => { /* the banner is a courtesy: a failed look-up hides it, the page goes on */ });
 }
 
 function markSection(section) {
@@ -483,6 +489,11 @@ dialog ul { padding-left: 20px; }
 #refusal-reasons, #no-refusals { margin-bottom: 20px; }
 caption { text-align: left; font-weight: 600; padding: 8px 12px; }
 
+/* The banner offering the workspace's ownership to the signed-in key. */
+.banner { display: flex; flex-wrap: wrap; align-items: center; gap: 8px 16px; padding: 10px 24px; background: var(--warn-bg); color: var(--warn); border-bottom: 1px solid var(--line); }
+.banner[hidden] { display: none; }
+.banner p { margin: 0; }
+
 """#),
         ("debugtokens.js", "text/javascript; charset=utf-8", #"""
 // An integration's Debug tokens: for builds that cannot attest (the iOS Simulator, SwiftUI
@@ -766,6 +777,7 @@ export function sessionLost(error) {
   <span id="who" class="who" hidden></span>
   <button id="sign-out" class="quiet" type="button" hidden>Sign out</button>
 </header>
+<div id="banner" class="banner" hidden></div>
 <div class="frame">
   <nav id="nav" class="nav" aria-label="Workspace" hidden>
     <a href="#/integrations" data-section="integrations">App integrations</a>
@@ -1195,6 +1207,7 @@ export async function devicesScreen(session, clientID) {
 import { api, APIError } from "./api.js";
 import { h, show, when, badge, toast, confirmDialog, showSecretOnce } from "./dom.js";
 import { sessionLost } from "./guard.js";
+import { ownershipCard } from "./ownership.js";
 
 const roles = ["user", "developer", "admin", "owner", "primary_owner"];
 const label = (role) => role.replace("_", " ");
@@ -1314,9 +1327,89 @@ export async function keysScreen(session) {
     h("caption", { class: "visually-hidden" }, "Admin keys"),
     h("thead", {}, h("tr", {}, ["Name", "Role", "Status", "Key ID", "Created", "Expires", "Last used", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, rows));
+  const ownership = await ownershipCard(session, keys, () => keysScreen(session));
   show("Admin keys", h("h1", {}, "Admin keys"),
     h("p", { class: "muted" }, "Keys of this workspace. A key is shown once, when it is created; attestd keeps only its hash."),
-    form, table);
+    form, table, ownership);
+}
+
+"""#),
+        ("ownership.js", "text/javascript; charset=utf-8", #"""
+// The workspace's ownership, passed on in two steps: the primary owner offers it to another key
+// (the Admin keys page), whose holder accepts it from the banner every page shows them; the
+// two keys' roles swap at once. An offer lapses after a day.
+import { api } from "./api.js";
+import { h, when, toast, confirmDialog } from "./dom.js";
+import { guarded } from "./guard.js";
+
+/** The banner offering the ownership to the signed-in key, or nothing; `accepted` runs after. */
+export async function ownershipBanner(session, accepted) {
+  const banner = document.getElementById("banner");
+  const { offer } = session ? await api.get("/admin/v1/ownership") : { offer: null };
+  if (!offer || offer.to_key_id !== session.key_id) {
+    banner.hidden = true;
+    banner.replaceChildren();
+    return;
+  }
+  const accept = h("button", { type: "button", id: "accept-ownership", class: "small" }, "Accept ownership");
+  accept.addEventListener("click", guarded(async () => {
+    const ok = await confirmDialog({
+      title: `Become the primary owner of ${session.workspace_id}?`,
+      body: [h("p", {}, "Your key becomes the workspace's primary owner, which no other key can revoke, disable or demote. "
+        + "The key that offered it becomes an owner.")],
+      action: "Accept ownership",
+    });
+    if (!ok) return;
+    await api.post("/admin/v1/ownership/accept", {});
+    toast("You are the primary owner of this workspace.");
+    await accepted();
+  }));
+  banner.replaceChildren(h("p", { role: "status" },
+    `The primary owner offers you the ownership of ${session.workspace_id}, until ${when(offer.expires_at)}. `), accept);
+  banner.hidden = false;
+}
+
+/** The Admin keys page's card for the primary owner: the open offer and Withdraw, or Offer. */
+export async function ownershipCard(session, keys, rerender) {
+  if (session.role !== "primary_owner") return null;
+  const { offer } = await api.get("/admin/v1/ownership");
+  const now = Date.now() / 1000;
+  const card = h("section", { class: "card", "aria-labelledby": "ownership-title" }, h("h2", { id: "ownership-title" }, "Workspace ownership"));
+  if (offer) {
+    const to = keys.find((k) => k.id === offer.to_key_id);
+    const withdraw = h("button", { type: "button", class: "quiet", id: "withdraw-ownership" }, "Withdraw offer");
+    withdraw.addEventListener("click", guarded(async () => {
+      await api.delete("/admin/v1/ownership/offer");
+      toast("Offer withdrawn.");
+      await rerender();
+    }));
+    card.append(h("p", { id: "ownership-offer" }, `Offered to ${to ? to.name : offer.to_key_id} until ${when(offer.expires_at)}: `
+      + "their key becomes the primary owner, and yours an owner, when they accept."), h("div", { class: "actions start" }, withdraw));
+    return card;
+  }
+  const eligible = keys.filter((k) => k.id !== session.key_id && k.status === "active" && (!k.expires_at || k.expires_at > now));
+  if (eligible.length === 0) {
+    card.append(h("p", { class: "muted" }, "Create a key for the person who will own the workspace, then offer it the ownership here."));
+    return card;
+  }
+  const target = h("select", { id: "ownership-key", name: "key_id" }, eligible.map((k) => h("option", { value: k.id }, `${k.name} (${k.role.replace("_", " ")})`)));
+  const offerButton = h("button", { type: "button", id: "offer-ownership", class: "quiet" }, "Offer ownership");
+  offerButton.addEventListener("click", guarded(async () => {
+    const name = target.selectedOptions[0].textContent;
+    const ok = await confirmDialog({
+      title: `Offer the ownership to ${name}?`,
+      body: [h("p", {}, "They have a day to accept it. When they do, their key becomes the primary owner and yours an owner: "
+        + "you cannot take it back yourself.")],
+      action: "Offer ownership",
+    });
+    if (!ok) return;
+    await api.post("/admin/v1/ownership/offer", { key_id: target.value });
+    toast(`Ownership offered to ${name}.`);
+    await rerender();
+  }));
+  card.append(h("p", { class: "muted" }, "Pass the primary ownership to another key of the workspace; its holder accepts it within a day."),
+    h("div", { class: "field" }, h("label", { for: "ownership-key" }, "Offer to"), target), h("div", { class: "actions start" }, offerButton));
+  return card;
 }
 
 """#),

@@ -44,7 +44,8 @@ struct Problem: Error, Sendable {
                 case .malformedRequest, .invalidIntegration: 400
                 case .invalidChallenge, .attestationRejected, .assertionRejected, .invalidDebugToken: 401
                 case .integrationRevoked, .integrationSuspended, .deviceBlocked, .riskMetricExceeded, .receiptRequired: 403
-                case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound, .debugTokenNotFound: 404
+                case .integrationNotFound, .deviceNotFound, .tokenNotFound, .adminKeyNotFound, .debugTokenNotFound, .ownershipOfferNotFound:
+                    404
                 case .adminUnauthenticated: 401
                 case .forbiddenRole, .unblockDisabled: 403
                 case .keyAlreadyRegistered, .debugTokenLimit: 409

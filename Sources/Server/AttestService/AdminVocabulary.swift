@@ -7,6 +7,8 @@ package import AttestStorage
 package typealias AdminRole = AttestStorage.AdminRole
 /// A stored admin key, never its secret (`AttestStorage.AdminKeyRecord`).
 package typealias AdminKeyRecord = AttestStorage.AdminKeyRecord
+/// The workspace's open offer of its ownership (`WorkspaceAdmin+Ownership`).
+package typealias OwnershipOffer = AttestStorage.OwnershipOffer
 /// An integration (`AttestStorage.IntegrationRecord`).
 package typealias IntegrationRecord = AttestStorage.IntegrationRecord
 /// An integration's receipt and risk policy (`AttestStorage.IntegrationPolicy`).

@@ -45,6 +45,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case invalidDebugToken = "invalid_debug_token"
         /// No debug token with this ID for this integration (the admin API, attestctl).
         case debugTokenNotFound = "debug_token_not_found"
+        /// No open offer of the workspace's ownership to this admin key (the admin API).
+        case ownershipOfferNotFound = "ownership_offer_not_found"
         /// The integration holds its maximum of live debug tokens.
         case debugTokenLimit = "debug_token_limit"
         /// The operator does not let workspace admins unblock devices (`--device-unblock`).
@@ -153,6 +155,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         /// The debug token was refused (`invalid_debug_token`).
         case debugToken
         case debugTokenNotFound
+        case ownershipOfferNotFound
         case debugTokenLimit
         case unblockDisabled
 
@@ -192,6 +195,7 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
             case .clockSkew: "clock_skew"
             case .debugToken: "debug_token"
             case .debugTokenNotFound: "debug_token_not_found"
+            case .ownershipOfferNotFound: "ownership_offer_not_found"
             case .debugTokenLimit: "debug_token_limit"
             case .unblockDisabled: "unblock_disabled"
             }

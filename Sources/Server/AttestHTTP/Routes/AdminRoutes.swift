@@ -39,6 +39,10 @@ struct AdminRoutes: Sendable {
         api.on("GET", "/keys", name: "admin_keys", keys)
         api.on("POST", "/keys", name: "admin_key_create", createKey)
         api.on("POST", "/keys/{key_id}/revoke", name: "admin_key_revoke", revokeKey)
+        api.on("GET", "/ownership", name: "admin_ownership", ownership)
+        api.on("POST", "/ownership/offer", name: "admin_ownership_offer", offerOwnership)
+        api.on("DELETE", "/ownership/offer", name: "admin_ownership_withdraw", withdrawOwnership)
+        api.on("POST", "/ownership/accept", name: "admin_ownership_accept", acceptOwnership)
         api.on("POST", "/keys/{key_id}/disable", name: "admin_key_disable") { context throws in try setKeyDisabled(&context, true) }
         api.on("POST", "/keys/{key_id}/enable", name: "admin_key_enable") { context throws in try setKeyDisabled(&context, false) }
     }
@@ -280,6 +284,33 @@ struct AdminRoutes: Sendable {
             ("range", range.rawValue), ("bucket_seconds", series.bucketSeconds), ("buckets", JSONValue.array(buckets)),
             ("refusals", byReason(series.refusals.map { ($0.reason, $0.count) })),
         ])
+    }
+
+    // MARK: Ownership
+
+    private static func offerMembers(_ offer: OwnershipOffer) -> [(String, any Sendable)] {
+        [("from_key_id", offer.fromKeyID), ("to_key_id", offer.toKeyID), ("created_at", offer.createdAt), ("expires_at", offer.expiresAt)]
+    }
+
+    /// The open offer the caller gave or may accept, or null.
+    private func ownership(_ context: inout RequestContext) throws -> HTTPResponse {
+        let offer = try admin.ownershipOffer(try Self.principal(context))
+        return JSONBody.response([("offer", offer.map { JSONValue.object(Self.offerMembers($0)) } ?? JSONValue.null)])
+    }
+
+    private func offerOwnership(_ context: inout RequestContext) throws -> HTTPResponse {
+        let principal = try Self.principal(context)
+        let offer = try admin.offerOwnership(principal, to: try AdminBody(context.request).string(.keyID))
+        return JSONBody.response(Self.offerMembers(offer), status: 201)
+    }
+
+    private func withdrawOwnership(_ context: inout RequestContext) throws -> HTTPResponse {
+        JSONBody.response([("withdrawn", try admin.withdrawOwnershipOffer(try Self.principal(context)))])
+    }
+
+    private func acceptOwnership(_ context: inout RequestContext) throws -> HTTPResponse {
+        let offer = try admin.acceptOwnership(try Self.principal(context))
+        return JSONBody.response([("role", AdminRole.primaryOwner.rawValue)] + Self.offerMembers(offer))
     }
 
     // MARK: Debug tokens

@@ -365,9 +365,9 @@ CREATE INDEX debug_tokens_by_client ON debug_tokens (client_id);
 ALTER TABLE tokens ADD COLUMN debug_token_id TEXT;
 
 """#),
-        EmbeddedMigrationFile(dialect: "postgresql", id: 13, name: "key_lifecycle_and_verification_counts", sql: #"""
--- 0013_key_lifecycle_and_verification_counts, release 0.4.0's one migration (a binary runs on its own schema and
--- the next one only, so a release adds one), in two parts.
+        EmbeddedMigrationFile(dialect: "postgresql", id: 13, name: "admin_keys_and_verification_counts", sql: #"""
+-- 0013_admin_keys_and_verification_counts, release 0.4.0's one migration (a binary runs on its
+-- own schema and the next one only, so a release adds one), in three parts.
 --
 -- Part 1: an admin key gets the lifecycle of a cloud provider's access keys:
 --   admin_keys.expires_at: an optional expiry chosen at creation; the key is refused from then on.
@@ -402,6 +402,20 @@ CREATE TABLE verification_counts (
 );
 
 CREATE INDEX verification_counts_by_hour ON verification_counts (hour);
+
+-- Part 3, ownership passed on in two steps: the primary owner offers it to another key of the
+-- workspace, whose holder accepts it (the two keys' roles swap in one transaction) before it
+-- expires.
+--   ownership_offers: the workspace's one open offer: from which key, to which, when made and
+--     until when it can be accepted.
+
+CREATE TABLE ownership_offers (
+    workspace_id TEXT NOT NULL PRIMARY KEY,
+    from_key_id TEXT NOT NULL REFERENCES admin_keys (id),
+    to_key_id TEXT NOT NULL REFERENCES admin_keys (id),
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL CHECK (expires_at > created_at)
+);
 
 """#),
         EmbeddedMigrationFile(dialect: "sqlite", id: 1, name: "initial", sql: #"""
@@ -706,9 +720,9 @@ CREATE INDEX debug_tokens_by_client ON debug_tokens (client_id);
 ALTER TABLE tokens ADD COLUMN debug_token_id TEXT;
 
 """#),
-        EmbeddedMigrationFile(dialect: "sqlite", id: 13, name: "key_lifecycle_and_verification_counts", sql: #"""
--- 0013_key_lifecycle_and_verification_counts, release 0.4.0's one migration (a binary runs on its own schema and
--- the next one only, so a release adds one), in two parts.
+        EmbeddedMigrationFile(dialect: "sqlite", id: 13, name: "admin_keys_and_verification_counts", sql: #"""
+-- 0013_admin_keys_and_verification_counts, release 0.4.0's one migration (a binary runs on its
+-- own schema and the next one only, so a release adds one), in three parts.
 --
 -- Part 1: an admin key gets the lifecycle of a cloud provider's access keys:
 --   admin_keys.expires_at: an optional expiry chosen at creation; the key is refused from then on.
@@ -743,6 +757,20 @@ CREATE TABLE verification_counts (
 ) STRICT, WITHOUT ROWID;
 
 CREATE INDEX verification_counts_by_hour ON verification_counts (hour);
+
+-- Part 3, ownership passed on in two steps: the primary owner offers it to another key of the
+-- workspace, whose holder accepts it (the two keys' roles swap in one transaction) before it
+-- expires.
+--   ownership_offers: the workspace's one open offer: from which key, to which, when made and
+--     until when it can be accepted.
+
+CREATE TABLE ownership_offers (
+    workspace_id TEXT NOT NULL PRIMARY KEY,
+    from_key_id TEXT NOT NULL REFERENCES admin_keys (id),
+    to_key_id TEXT NOT NULL REFERENCES admin_keys (id),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL CHECK (expires_at > created_at)
+) STRICT;
 
 """#),
     ]

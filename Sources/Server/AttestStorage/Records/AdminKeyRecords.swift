@@ -137,3 +137,33 @@ package struct IntegrationCounts: Sendable, Equatable {
 
     package init(devices: Int, liveTokens: Int) { (self.devices, self.liveTokens) = (devices, liveTokens) }
 }
+
+/// The workspace's open offer of its primary ownership: from the primary owner's key to another
+/// key of the workspace, acceptable by that key's holder until `expiresAt`.
+package struct OwnershipOffer: Sendable, Equatable {
+    package var workspaceID: String
+    package var fromKeyID: String
+    package var toKeyID: String
+    package var createdAt: Int64
+    package var expiresAt: Int64
+
+    package init(workspaceID: String, fromKeyID: String, toKeyID: String, createdAt: Int64, expiresAt: Int64) {
+        (self.workspaceID, self.fromKeyID, self.toKeyID, self.createdAt, self.expiresAt) = (
+            workspaceID, fromKeyID, toKeyID, createdAt, expiresAt
+        )
+    }
+}
+
+extension OwnershipOffer: StoredRecord {
+    package static let columns = ["workspace_id", "from_key_id", "to_key_id", "created_at", "expires_at"]
+
+    package var storedValues: [SQLValue] {
+        [.text(workspaceID), .text(fromKeyID), .text(toKeyID), .integer(createdAt), .integer(expiresAt)]
+    }
+
+    package init(row: inout SQLRowReader) throws(StorageError) {
+        self.init(
+            workspaceID: try row.text(), fromKeyID: try row.text(), toKeyID: try row.text(), createdAt: try row.int64(),
+            expiresAt: try row.int64())
+    }
+}

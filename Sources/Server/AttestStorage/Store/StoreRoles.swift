@@ -137,6 +137,17 @@ package protocol AdminKeyStore: Sendable {
     func disableAdminKey(id: String, at time: Int64?, audit: AuditNote<Bool>?) throws(StorageError) -> Bool?
     /// Records a use of the key at `time`, unless one was recorded in the minute before.
     func noteAdminKeyUse(id: String, at time: Int64) throws(StorageError)
+    /// Stores the workspace's offer of its ownership, replacing an open one, with its audit row.
+    func offerOwnership(_ offer: OwnershipOffer, audit: AuditNote<Void>?) throws(StorageError)
+    /// The workspace's offer, expired or not; nil when none.
+    func ownershipOffer(workspaceID: String) throws(StorageError) -> OwnershipOffer?
+    /// Withdraws the workspace's offer (with its audit row when there was one); false when none.
+    func withdrawOwnershipOffer(workspaceID: String, audit: AuditNote<Bool>?) throws(StorageError) -> Bool
+    /// Accepts the workspace's offer to `keyID` at `time`, in one transaction: only while it is
+    /// unexpired, its giver is the live primary owner and the taker is usable (neither revoked,
+    /// disabled nor expired); the giver becomes `owner`, the taker `primary_owner`, the offer goes,
+    /// the audit row is written. False (nothing changed) otherwise.
+    func acceptOwnership(workspaceID: String, keyID: String, at time: Int64, audit: AuditNote<Void>?) throws(StorageError) -> Bool
     /// Stores a new console session (and the sign-in's audit row), and ends the key's oldest
     /// sessions beyond `keepingLatest` (the new one counted); how many it ended.
     @discardableResult
