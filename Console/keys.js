@@ -19,6 +19,29 @@ function focusRow(id) {
   target?.focus();
 }
 
+/** A key's row button: `text`, confirmed (`body`, and the `leaked` box when asked for), then POST
+ * /admin/v1/keys/ID/`verb`, the page again and focus back on the key's row. */
+function keyAction(session, key, { verb, text, done, disabled, title, body, leaked }) {
+  const button = h("button", { type: "button", class: "quiet small", "aria-label": `${text} the key ${key.name}`, disabled, title }, text);
+  button.addEventListener("click", async () => {
+    const box = h("input", { type: "checkbox", id: "key-leaked" });
+    const extra = leaked ? [h("label", { class: "check", for: "key-leaked" }, box,
+      " It leaked: also revoke every key it created, and the keys those created (yours stays).")] : [];
+    const ok = await confirmDialog({ title: `${text} ${key.name}'s key?`, body: [h("p", {}, body), ...extra], action: `${text} key` });
+    if (!ok) { focusRow(key.id); return; }
+    try {
+      const answer = await api.post(`/admin/v1/keys/${encodeURIComponent(key.id)}/${verb}`, box.checked ? { compromised: true } : {});
+      const more = answer.revoked ? answer.revoked.length - 1 : 0;
+      toast(`${done} ${key.name}'s key${more > 0 ? ` and ${more} key${more === 1 ? "" : "s"} it created` : ""}.`);
+      await keysScreen(session);
+      focusRow(key.id);
+    } catch (failure) {
+      if (!sessionLost(failure)) toast(failure.message);
+    }
+  });
+  return button;
+}
+
 export async function keysScreen(session) {
   if (!session.can_manage_keys) {
     show("Admin keys", h("h1", {}, "Admin keys"), h("p", {}, "Only owners manage the workspace's admin keys."));
@@ -76,45 +99,16 @@ export async function keysScreen(session) {
     const out = own || roles.indexOf(k.role) > mine || k.role === "primary_owner";
     const why = own ? "The key you are signed in with" : false;
     const disabling = k.status === "disabled";
-    const toggle = h("button", { type: "button", class: "quiet small",
-      "aria-label": `${disabling ? "Enable" : "Disable"} the key ${k.name}`,
-      disabled: out || !(k.status === "active" || disabling), title: why }, disabling ? "Enable" : "Disable");
-    toggle.addEventListener("click", async () => {
-      const ok = await confirmDialog(disabling
-        ? { title: `Enable ${k.name}'s key?`, body: [h("p", {}, "It is accepted again from its next request; its holder signs in to the console again.")],
-          action: "Enable key" }
-        : { title: `Disable ${k.name}'s key?`,
-          body: [h("p", {}, "It is refused from its next request on and its console sessions end, until you enable it again. Revoke it instead if it must never work again.")],
-          action: "Disable key" });
-      if (!ok) { focusRow(k.id); return; }
-      try {
-        await api.post(`/admin/v1/keys/${encodeURIComponent(k.id)}/${disabling ? "enable" : "disable"}`, {});
-        toast(`${disabling ? "Enabled" : "Disabled"} ${k.name}'s key.`);
-        await keysScreen(session);
-        focusRow(k.id);
-      } catch (failure) {
-        if (sessionLost(failure)) return;
-        else toast(failure.message);
-      }
+    const toggle = keyAction(session, k, {
+      verb: disabling ? "enable" : "disable", text: disabling ? "Enable" : "Disable", done: disabling ? "Enabled" : "Disabled",
+      disabled: out || !(k.status === "active" || disabling), title: why,
+      body: disabling
+        ? "It is accepted again from its next request; its holder signs in to the console again."
+        : "It is refused from its next request on and its console sessions end, until you enable it again. Revoke it instead if it must never work again.",
     });
-    const revoke = h("button", { type: "button", class: "quiet small", "aria-label": `Revoke the key ${k.name}`,
-      disabled: out || k.status === "revoked", title: why }, "Revoke");
-    revoke.addEventListener("click", async () => {
-      const ok = await confirmDialog({
-        title: `Revoke ${k.name}'s key?`,
-        body: [h("p", {}, "It is refused from its next request on, and its console sessions end. This cannot be undone.")],
-        action: "Revoke key",
-      });
-      if (!ok) { focusRow(k.id); return; }
-      try {
-        await api.post(`/admin/v1/keys/${encodeURIComponent(k.id)}/revoke`, {});
-        toast(`Revoked ${k.name}'s key.`);
-        await keysScreen(session);
-        focusRow(k.id);
-      } catch (failure) {
-        if (sessionLost(failure)) return;
-        else toast(failure.message);
-      }
+    const revoke = keyAction(session, k, {
+      verb: "revoke", text: "Revoke", done: "Revoked", disabled: out || k.status === "revoked", title: why, leaked: true,
+      body: "It is refused from its next request on, and its console sessions end. This cannot be undone.",
     });
     cells.push(h("td", {}, h("div", { class: "row-actions" }, toggle, revoke)));
     return h("tr", { "data-key": k.id }, cells);

@@ -97,4 +97,30 @@ struct AdminKeyLifecycleAPITests {
             #expect(abs(used - Int(Date().timeIntervalSince1970)) < 5)
         }
     }
+
+    @Test("revoke with compromised: the leaked key, the keys it created and theirs are revoked; the caller's key stays")
+    func compromised() async throws {
+        try await offThePool {
+            let world = try AdminWorld()
+            let owner = try world.key(.owner)
+            func make(_ by: String, _ name: String, _ role: String) throws -> (secret: String, id: String) {
+                let made = world.call("POST", "/admin/v1/keys", key: by, json: #"{"name":"\#(name)","role":"\#(role)"}"#)
+                return (try #require(W.body(made)["key"] as? String), try #require(W.body(made)["id"] as? String))
+            }
+            let leaked = try make(owner, "Leaked", "owner")
+            let backdoor = try make(leaked.secret, "Backdoor", "owner")
+            let nested = try make(backdoor.secret, "Nested", "user")
+            let bystander = try make(owner, "Bystander", "user")
+            let bad = world.call("POST", "/admin/v1/keys/\(leaked.id)/revoke", key: owner, json: #"{"compromised":"yes"}"#)
+            #expect(bad.status == 400 && W.body(bad)["reason"] as? String == "compromised")
+            let done = world.call("POST", "/admin/v1/keys/\(leaked.id)/revoke", key: owner, json: #"{"compromised":true}"#)
+            #expect(done.status == 200)
+            #expect(W.body(done)["revoked"] as? [String] == [leaked.id, backdoor.id, nested.id])
+            for secret in [leaked.secret, backdoor.secret, nested.secret] {
+                #expect(world.call("GET", "/admin/v1/me", key: secret).status == 401)
+            }
+            #expect(world.call("GET", "/admin/v1/me", key: bystander.secret).status == 200)
+            #expect(world.call("GET", "/admin/v1/me", key: owner).status == 200)
+        }
+    }
 }

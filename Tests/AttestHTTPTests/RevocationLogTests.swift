@@ -34,3 +34,30 @@ struct RevocationLogTests {
         #expect(!again.contains("client.id"))
     }
 }
+
+/// A device's attest and refresh lines name its key ID, so that a misbehaving device can be found
+/// in the log without SQL; a request whose key ID does not decode names none.
+@Suite("Device request log lines")
+struct DeviceLogLineTests {
+    @Test("attest and refresh lines carry device.key_id (64 hex digits); a malformed key ID is not logged")
+    func keyIDInLine() throws {
+        let world = try HTTPWorld()
+        let client = try world.client()
+        var device = try SyntheticDevice()
+        _ = try world.attest(client, device: device)
+        let keyID = Hex.encode(device.keyID)
+        let attested = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"attest""#) })
+        #expect(attested.contains(#""device.key_id":"\#(keyID)""#), "\(attested)")
+        let refreshed = try client.postJSON("/v1/token", try world.refreshBody(client, device: &device))
+        #expect(refreshed.status == 200)
+        let line = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"token""#) })
+        #expect(line.contains(#""device.key_id":"\#(keyID)""#), "\(line)")
+        let (challenge, _) = try world.challenge(client)
+        let malformed = try client.postJSON(
+            "/v1/attest",
+            #"{"client_id":"\#(world.integration.clientID)","key_id":"bm90LWEta2V5","attestation":"AAAA","challenge":"\#(challenge)"}"#)
+        #expect(malformed.status == 400)
+        let refused = try #require(world.sink.lines.withLock { $0 }.last { $0.contains(#""route":"attest""#) })
+        #expect(!refused.contains("device.key_id"), "\(refused)")
+    }
+}

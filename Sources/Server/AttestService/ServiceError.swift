@@ -88,6 +88,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case format
         /// The range of an integration's verification counts (`24h` or `30d`).
         case range
+        /// An admin key's revocation: it leaked (revoke the keys it created too).
+        case compromised
     }
 
     /// The integration settings `attestctl integration create` validates.

@@ -95,13 +95,15 @@ extension WorkspaceAdmin {
     /// audit log's `admin-key.create` rows name the creator), so that no key the holder of the leak
     /// made for themself stays behind; returns them with the leaked key's changes. Nil when no
     /// such key.
-    package func revokeCompromised(id: String, actor: String) throws(ServiceError) -> CompromisedKeyReport? {
+    /// `sparing` (the console's caller) is neither revoked nor followed: the keys it made are its own.
+    package func revokeCompromised(id: String, actor: String, sparing: String? = nil) throws(ServiceError) -> CompromisedKeyReport? {
         guard let leaked = try stored({ () throws(StorageError) in try store.adminKey(id: id) }) else { return nil }
         var report = CompromisedKeyReport()
         var queue = [leaked]
         var seen: Set<String> = [leaked.id]
         while !queue.isEmpty {
             let key = queue.removeFirst()
+            if key.id == sparing { continue }
             if try revoke(key, actor: actor) == true { report.revoked.append(key) } else { report.alreadyRevoked.append(key) }
             for created in try rows(AuditQuery(workspaceID: key.workspaceID, actions: [.adminKeyCreate], actor: "(\(key.id))")) {
                 let target = created.entry.target
@@ -183,6 +185,17 @@ extension WorkspaceAdmin {
     package func revokeKey(_ principal: AdminPrincipal, id: String) throws(ServiceError) {
         let key = try manageableKey(principal, id: id, to: "revoke")
         guard try revoke(key, actor: principal.actor) != nil else { throw ServiceError.adminKeyNotFound }
+    }
+
+    /// A leaked key of the owner's workspace, under the rules of `revokeKey`: it and every key it
+    /// created (and they created), but the caller's own, as `attestctl admin-key revoke
+    /// --compromised` does.
+    package func revokeCompromisedKey(_ principal: AdminPrincipal, id: String) throws(ServiceError) -> CompromisedKeyReport {
+        let key = try manageableKey(principal, id: id, to: "revoke")
+        guard let report = try revokeCompromised(id: key.id, actor: principal.actor, sparing: principal.keyID) else {
+            throw ServiceError.adminKeyNotFound
+        }
+        return report
     }
 
     /// Disables or enables a key of the owner's workspace, under the rules of `revokeKey`: the key

@@ -250,8 +250,22 @@ struct AdminRoutes: Sendable {
     private func revokeKey(_ context: inout RequestContext) throws -> HTTPResponse {
         let principal = try Self.principal(context)
         let id = context.parameter("key_id")
-        try admin.revokeKey(principal, id: id)
-        return JSONBody.response([("id", id), ("status", "revoked")])
+        let body = context.request.body.isEmpty ? nil : try AdminBody(context.request)
+        switch body?.members["compromised"] {
+        case nil, .bool(false)?:
+            try admin.revokeKey(principal, id: id)
+            return JSONBody.response([("id", id), ("status", "revoked")])
+        case .bool(true)?:
+            // A leaked key: it and every key it created, and theirs (the console's "It leaked").
+            let report = try admin.revokeCompromisedKey(principal, id: id)
+            return JSONBody.response([
+                ("id", id), ("status", "revoked"), ("revoked", JSONValue.array(report.revoked.map { JSONValue.string($0.id) })),
+                ("already_revoked", JSONValue.array(report.alreadyRevoked.map { JSONValue.string($0.id) })),
+                ("changes", report.changes.count),
+            ])
+        default:
+            throw Problem.malformed(.field(.compromised), "compromised must be true or false")
+        }
     }
 
     /// Disables or enables a key: the key as it is now, and `changed` false when it was so already.

@@ -1,4 +1,5 @@
 import AttestCore
+import AttestCrypto
 import AttestHTTPServer
 import AttestService
 
@@ -54,9 +55,12 @@ struct DeviceRoutes: Sendable {
         context.log.clientID = fields[.clientID]
         let challenge = try RequestDecoding.challenge(fields[.challenge] ?? "", seeded: acceptsSeededChallenges)
         do throws(ServiceError) {
-            return DeviceRequest<Proof>(
+            let request = DeviceRequest<Proof>(
                 clientID: try RequestDecoding.clientID(fields[.clientID] ?? ""), keyID: try RequestDecoding.keyID(fields[.keyID] ?? ""),
                 object: try RequestDecoding.object(fields[object] ?? "", object, limit: limit), challenge: challenge)
+            // The device's public key ID (no secret), so that a misbehaving device can be found in the log.
+            context.log.keyID = Hex.encode(request.keyID.bytes)
+            return request
         } catch {
             try service.refuse(error, presenting: challenge, as: kind)
         }

@@ -59,4 +59,6 @@ struct RequestLogFields: Sendable {
     var actor: String?
     /// The first hex digits of the SHA-256 of the token a request acted on (`/v1/revoke`).
     var tokenHashPrefix: String?
+    /// The device key ID (64 hex digits) an attest or refresh presented, once it decoded.
+    var keyID: String?
 }

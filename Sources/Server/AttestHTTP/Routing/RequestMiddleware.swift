@@ -92,7 +92,7 @@ struct ObservedRequests: RouterMiddleware {
         guard (!context.isQuiet || response.status >= 500) && logs(context.routeName, response.status) else { return }
         let log = context.log
         var fields: [(String, LogValue)] = []
-        fields.reserveCapacity(10)  // room for every field below: the array is not regrown as they are added
+        fields.reserveCapacity(11)  // room for every field below: the array is not regrown as they are added
         fields += [
             ("request.id", .string(context.requestID)), ("route", .string(context.routeName)), ("status", .int(response.status)),
             ("duration_ms", .double((seconds * 1e6).rounded() / 1e3)), ("outcome", .string(log.outcome ?? "ok")),
@@ -100,6 +100,7 @@ struct ObservedRequests: RouterMiddleware {
         if let clientID = log.clientID { fields.append(("client.id", .string(clientID))) }
         if let actor = log.actor { fields.append(("actor", .string(actor))) }
         if let prefix = log.tokenHashPrefix { fields.append(("token.sha256_prefix", .string(prefix))) }
+        if let keyID = log.keyID { fields.append(("device.key_id", .string(keyID))) }
         fields.append(("remote", .string(context.client)))
         if response.status >= 500 {
             // A failing dependency fails every request alike: one line per route, status and
