@@ -1,5 +1,5 @@
 -- 0013_admin_keys_and_verification_counts, release 0.4.0's one migration (a binary runs on its
--- own schema and the next one only, so a release adds one), in three parts.
+-- own schema and the next one only, so a release adds one), in four parts.
 --
 -- Part 1: an admin key gets the lifecycle of a cloud provider's access keys:
 --   admin_keys.expires_at: an optional expiry chosen at creation; the key is refused from then on.
@@ -48,3 +48,11 @@ CREATE TABLE ownership_offers (
     created_at INTEGER NOT NULL,
     expires_at INTEGER NOT NULL CHECK (expires_at > created_at)
 ) STRICT;
+
+-- Part 4, the device listing by last activity (the console's "Last seen" order): an index on the
+-- integration's devices by updated_at, which every refresh writes anyway. On a large PostgreSQL
+-- table, build it beforehand without blocking writes (CREATE INDEX CONCURRENTLY IF NOT EXISTS
+-- devices_by_client_and_use ON devices (client_id, updated_at, key_id); docs/OPERATIONS.md,
+-- upgrades): the statement below then finds it present.
+
+CREATE INDEX IF NOT EXISTS devices_by_client_and_use ON devices (client_id, updated_at, key_id);

@@ -46,6 +46,21 @@ struct AdminListingTests {
             let base64 = Base64Text.encode(try #require(Hex.decode(made[3])), .standard)
             let escaped = try #require(base64.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
             #expect(keys(page("key_id=\(escaped)")) == [made[3]])
+            // By last activity (updated_at, then key ID, most recent first), a page at a time; its
+            // cursor fits that order only.
+            let all = page("sort=last_seen&limit=10")["devices"] as? [[String: Any]] ?? []
+            let order: [(seen: Int, key: String)] = all.map { ($0["updated_at"] as? Int ?? 0, $0["key_id"] as? String ?? "") }
+            let sorted = order.sorted { (a: (seen: Int, key: String), b: (seen: Int, key: String)) -> Bool in
+                a.seen != b.seen ? a.seen > b.seen : a.key > b.key
+            }
+            #expect(all.count == 5 && order.map(\.key) == sorted.map(\.key))
+            let recent = page("sort=last_seen&limit=1")
+            let seenCursor = try #require(recent["next_cursor"] as? String)
+            #expect(keys(recent) + keys(page("sort=last_seen&limit=10&cursor=\(seenCursor)")) == order.map(\.key))
+            let mixed = world.call("GET", "/admin/v1/integrations/\(clientID)/devices?cursor=\(seenCursor)", key: key)
+            #expect(mixed.status == 400 && W.body(mixed)["reason"] as? String == "cursor")
+            let badSort = world.call("GET", "/admin/v1/integrations/\(clientID)/devices?sort=oldest", key: key)
+            #expect(badSort.status == 400 && W.body(badSort)["reason"] as? String == "sort")
         }
     }
 

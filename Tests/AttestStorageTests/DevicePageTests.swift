@@ -82,3 +82,24 @@ struct DevicePageTests {
         #expect(DeviceQuery(limit: 100_000).limit == DeviceQuery.maximumLimit)
     }
 }
+
+/// The device listing by last activity (`DeviceQuery.Sort.lastSeen`): most recent first, ties by
+/// key ID, pages that follow one another by their cursor.
+@Suite("Device pages by last activity")
+struct DeviceLastSeenPageTests {
+    typealias World = TokenStoreContractTests.World
+    static let time = TokenStoreContractTests.time
+
+    @Test("the devices active last come first; ties by key ID, newest key ID first; every device once", arguments: StoreBackend.available)
+    func byLastActivity(_ backend: StoreBackend) throws {
+        let world = try World(backend)
+        for seed in UInt8(1)...6 { try world.register(seed) }
+        #expect(try world.store.blockDevice(keyID: world.device(2).keyID, at: Self.time + 10, audit: nil) == 1)
+        #expect(try world.store.blockDevice(keyID: world.device(4).keyID, at: Self.time + 20, audit: nil) == 1)
+        var query = DeviceQuery(limit: 2)
+        query.sort = .lastSeen
+        let pages = try DevicePageTests.pages(world, query)
+        #expect(pages.map { $0.devices.map { $0.keyID[0] } } == [[4, 2], [6, 5], [3, 1]])
+        #expect(pages[0].next?.lastSeen == Self.time + 10)
+    }
+}

@@ -309,6 +309,13 @@ def key_lifecycle(t, browser):
     t.check(focused.text == "Enable" and focused.get_attribute("aria-label") == "Enable the key Temp (user)",
             "the key shows as disabled and focus is back on its row, on Enable", focused.text)
     browser.shot("admin-keys-disabled.png")
+    browser.wait(lambda d: d.find_element(By.XPATH, row)).find_element(By.XPATH, ".//button[text()='Revoke']").click()
+    browser.wait(lambda d: d.find_element(By.ID, "confirm").is_displayed())
+    browser.find("#key-leaked").click()
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda d: d.find_element(By.XPATH, row + "//span[contains(@class,'badge')]").text.lower() == "revoked")
+    t.check("Revoked Temp (user)'s key" in browser.find("#toast").text,
+            "Revoke with It leaked ticked revokes the key (and what it created) from its row", browser.find("#toast").text)
 
 
 def ownership_transfer(t, browser, args):
@@ -356,6 +363,14 @@ def find_device(t, browser, blocked):
     browser.find("#device-filters button[type=submit]").click()
     browser.wait(lambda d: len(rows_key(browser)) == 2)
     t.check(blocked not in rows_key(browser) and len(rows_key(browser)) == 2, "the status filter shows the 2 active devices only")
+    Select(browser.find("#device-status")).select_by_value("")
+    Select(browser.find("#device-sort")).select_by_value("last_seen")
+    browser.find("#device-filters button[type=submit]").click()
+    browser.wait(lambda d: len(rows_key(browser)) == 3 and rows_key(browser)[0] == blocked)
+    t.check(rows_key(browser)[0] == blocked, "Last seen first lists the device blocked a moment ago first")
+    Select(browser.find("#device-sort")).select_by_value("newest")
+    browser.find("#device-filters button[type=submit]").click()
+    browser.wait(lambda d: len(rows_key(browser)) == 3)
 
 
 def revoke_in_console(t, browser, attestd, tokens):

@@ -1092,6 +1092,8 @@ export async function devicesScreen(session, clientID) {
     spellcheck: "false", "aria-describedby": "device-search-help" });
   const status = h("select", { id: "device-status" },
     h("option", { value: "" }, "All"), h("option", { value: "active" }, "Active"), h("option", { value: "blocked" }, "Blocked"));
+  const sort = h("select", { id: "device-sort" },
+    h("option", { value: "newest" }, "Newest first"), h("option", { value: "last_seen" }, "Last seen first"));
   const columns = ["Key ID", "Status", "Environment", "Counter", "Receipt", "Risk metric", "Live tokens", "Attested", "Last seen"];
   if (session.can_change) columns.push("Actions");
   const row = (d) => {
@@ -1178,13 +1180,14 @@ export async function devicesScreen(session, clientID) {
   const table = (devices) => devices.length === 0
     ? h("p", { class: "empty" }, search.value || status.value ? "No device matches." : "No device has attested with this integration yet.")
     : h("table", { id: "devices-table" },
-      h("caption", { class: "visually-hidden" }, "Devices, newest first"),
+      h("caption", { class: "visually-hidden" }, sort.value === "last_seen" ? "Devices, last seen first" : "Devices, newest first"),
       h("thead", {}, h("tr", {}, columns.map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, devices.map(row)));
   const pages = pager({
     label: "Devices",
     load: async (cursor) => {
-      const body = await api.get(path(clientID, `/devices${query({ key_id: search.value.trim(), status: status.value, limit: 50, cursor })}`));
+      const body = await api.get(path(clientID,
+        `/devices${query({ key_id: search.value.trim(), status: status.value, sort: sort.value, limit: 50, cursor })}`));
       return { rows: body.devices, next: body.next_cursor };
     },
     render: table,
@@ -1193,6 +1196,7 @@ export async function devicesScreen(session, clientID) {
     h("div", { class: "filter wide" }, h("label", { for: "device-search" }, "Key ID"), search,
       h("p", { class: "help", id: "device-search-help" }, "The start of the key ID in hex, as listed, or the whole key ID in base64, as the app has it.")),
     h("div", { class: "filter" }, h("label", { for: "device-status" }, "Status"), status),
+    h("div", { class: "filter" }, h("label", { for: "device-sort" }, "Order"), sort),
     h("div", { class: "filter buttons" }, h("button", { type: "submit" }, "Find")));
   form.addEventListener("submit", guarded(async (event) => {
     event.preventDefault();

@@ -90,6 +90,8 @@ package struct ServiceError: Error, Sendable, Hashable, CustomStringConvertible 
         case range
         /// An admin key's revocation: it leaked (revoke the keys it created too).
         case compromised
+        /// The device listing's order (`newest` or `last_seen`).
+        case sort
     }
 
     /// The integration settings `attestctl integration create` validates.

@@ -34,7 +34,17 @@ struct AdminListing {
     /// base64 (as the app has it).
     func deviceQuery() throws(Problem) -> DeviceQuery {
         var query = DeviceQuery(limit: try limit(standard: 100, maximum: DeviceQuery.maximumLimit))
-        if let text = text(.cursor) { query.after = try Self.deviceCursor(text) }
+        guard let sort = DeviceQuery.Sort(rawValue: text(.sort) ?? "newest") else {
+            throw Problem.malformed(.field(.sort), "sort must be newest or last_seen")
+        }
+        query.sort = sort
+        if let text = text(.cursor) {
+            let cursor = try Self.deviceCursor(text)
+            guard (cursor.lastSeen != nil) == (sort == .lastSeen) else {
+                throw Problem.malformed(.field(.cursor), "this cursor is of a listing in another order: pass the same sort")
+            }
+            query.after = cursor
+        }
         switch text(.status) {
         case nil: break
         case "active": query.status = .active
@@ -65,9 +75,16 @@ struct AdminListing {
         throw Problem.malformed(.field(.keyID), "key_id must be up to 64 hex digits (a prefix) or a whole key ID in base64")
     }
 
-    /// A device cursor as `deviceCursorText` wrote it: `d.<order or ->.<created_at>.<key ID in hex>`.
+    /// A device cursor as `deviceCursorText` wrote it: `d.<order or ->.<created_at>.<key ID in hex>`,
+    /// or by last activity `s.<updated_at>.<key ID in hex>`.
     static func deviceCursor(_ text: String) throws(Problem) -> DeviceCursor {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.count == 3, parts[0] == "s", text.utf8.count <= 120 {
+            guard let lastSeen = Int64(parts[1]), let keyID = Hex.decode(String(parts[2])), keyID.count == 32 else {
+                throw Problem.malformed(.field(.cursor), "cursor must be a next_cursor this API returned")
+            }
+            return DeviceCursor(order: nil, createdAt: 0, keyID: keyID, lastSeen: lastSeen)
+        }
         guard parts.count == 4, parts[0] == "d", text.utf8.count <= 120,
             let createdAt = Int64(parts[2]), let keyID = Hex.decode(String(parts[3])), keyID.count == 32
         else { throw Problem.malformed(.field(.cursor), "cursor must be a next_cursor this API returned") }
@@ -83,7 +100,8 @@ struct AdminListing {
     }
 
     static func deviceCursorText(_ cursor: DeviceCursor) -> String {
-        "d.\(cursor.order.map(String.init) ?? "-").\(cursor.createdAt).\(Hex.encode(cursor.keyID))"
+        if let lastSeen = cursor.lastSeen { return "s.\(lastSeen).\(Hex.encode(cursor.keyID))" }
+        return "d.\(cursor.order.map(String.init) ?? "-").\(cursor.createdAt).\(Hex.encode(cursor.keyID))"
     }
 
     // MARK: Audit

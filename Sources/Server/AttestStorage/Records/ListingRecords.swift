@@ -9,8 +9,12 @@ package struct DeviceCursor: Sendable, Hashable {
     package var order: Int64?
     package var createdAt: Int64
     package var keyID: [UInt8]
+    /// The row's last activity, when the listing is by last activity (`DeviceQuery.Sort.lastSeen`).
+    package var lastSeen: Int64?
 
-    package init(order: Int64?, createdAt: Int64, keyID: [UInt8]) { (self.order, self.createdAt, self.keyID) = (order, createdAt, keyID) }
+    package init(order: Int64?, createdAt: Int64, keyID: [UInt8], lastSeen: Int64? = nil) {
+        (self.order, self.createdAt, self.keyID, self.lastSeen) = (order, createdAt, keyID, lastSeen)
+    }
 }
 
 /// Which of an integration's devices a page lists: newest first, at most `limit`.
@@ -18,7 +22,15 @@ package struct DeviceQuery: Sendable, Hashable {
     /// The most rows a page may ask for: a page is one bounded answer, never the whole table.
     package static let maximumLimit = 500
 
+    /// The order of a listing: newest first (by order of issue), or by last activity
+    /// (`updated_at`: its last attestation, refresh, receipt or block), most recent first.
+    package enum Sort: String, Sendable, Hashable {
+        case newest
+        case lastSeen = "last_seen"
+    }
+
     package var limit: Int
+    package var sort: Sort = .newest
     package var after: DeviceCursor?
     /// Only devices with this status; nil: both.
     package var status: DeviceStatus?

@@ -134,7 +134,10 @@ extension SQLTokenStore {
         let statement: SQLStatement
         switch query.after {
         case nil:
-            statement = statements.firstPage
+            statement = query.sort == .lastSeen ? statements.lastSeenFirstPage : statements.firstPage
+        case let cursor? where query.sort == .lastSeen:
+            statement = statements.lastSeenAfter
+            values += [.integer(cursor.lastSeen ?? Int64.max), .blob(cursor.keyID)]
         case let cursor? where cursor.order != nil:
             statement = statements.afterOrdered
             values.append(.integer(cursor.order ?? 0))
@@ -145,7 +148,10 @@ extension SQLTokenStore {
         values.append(.integer(Int64(query.limit + 1)))
         let rows = try perform(.read) { session throws(StorageError) in try session.records(DeviceListEntry.self, statement, values) }
         let page = Array(rows.prefix(query.limit))
-        return DevicePage(devices: page, next: rows.count > query.limit ? page.last?.cursor : nil)
+        guard rows.count > query.limit, let last = page.last else { return DevicePage(devices: page, next: nil) }
+        var next = last.cursor
+        if query.sort == .lastSeen { next.lastSeen = last.updatedAt }
+        return DevicePage(devices: page, next: next)
     }
 
     package func liveTokens(keyID: [UInt8], at time: Int64, limit: Int) throws(StorageError) -> [TokenRecord] {
@@ -172,20 +178,26 @@ struct DeviceListSQL {
     let afterOrdered: SQLStatement
     /// After a row from before migration 0012 (PostgreSQL only): the older ones of those.
     let afterUnordered: SQLStatement
+    /// By last activity, most recent first (through `devices_by_client_and_use`), and after a row.
+    let lastSeenFirstPage: SQLStatement
+    let lastSeenAfter: SQLStatement
 
     static let everyKey = DeviceListSQL(keyRange: false)
     static let keyRange = DeviceListSQL(keyRange: true)
 
     private init(keyRange: Bool) {
-        func page(after condition: String) -> String {
+        func page(after condition: String, orderBy: String = SharedSQL.devicesByIssue(newestFirst: true)) -> String {
             """
             SELECT \(SQLText.list(DeviceListEntry.columns)),
                 (SELECT count(*) FROM tokens t WHERE t.key_id = devices.key_id AND t.expires_at > ?), \(SQLText.issueOrder)
             FROM devices
             WHERE client_id = ? AND status IN (?, ?) \(keyRange ? "AND key_id >= ? AND key_id <= ?" : "") \(condition)
-            ORDER BY \(SharedSQL.devicesByIssue(newestFirst: true)) LIMIT ?
+            ORDER BY \(orderBy) LIMIT ?
             """
         }
+        let byUse = "updated_at DESC, key_id DESC"
+        lastSeenFirstPage = SQLStatement(inIssueOrder: page(after: "", orderBy: byUse))
+        lastSeenAfter = SQLStatement(inIssueOrder: page(after: "AND (updated_at, key_id) < (?, ?)", orderBy: byUse))
         firstPage = SQLStatement(inIssueOrder: page(after: ""))
         afterOrdered = SQLStatement(
             sqlite: SQLText.issueOrder(in: page(after: "AND rowid < ?"), for: .sqlite),
