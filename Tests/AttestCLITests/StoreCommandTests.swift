@@ -30,6 +30,10 @@ struct StoreCommandTests {
                 scope: "messages", issuedAt: 1_800_000_000, expiresAt: 1_800_000_000 + (seed == 3 ? 10 : 3600))
             _ = try store.registerDevice(device, firstToken: token, consumingChallenge: id, at: 1_800_000_000)
         }
+        try store.addVerificationCounts([
+            VerificationCount(clientID: kept.clientID, start: 1_799_996_400, kind: .attestation, outcome: "ok", count: 3),
+            VerificationCount(clientID: kept.clientID, start: 1_799_996_400, kind: .assertion, outcome: "assertion_counter", count: 1),
+        ])
         return (location, store)
     }
 
@@ -46,6 +50,7 @@ struct StoreCommandTests {
         #expect(console.run(["store", "copy", "--from", source.argument, "--to", target.argument, "--json"]) == 0)
         #expect(console.json["audit_entries"] as? Int == before.auditEntries.count)
         #expect(console.json["admin_keys"] as? Int == 0)
+        #expect(console.json["verification_counts"] as? Int == 2 && before.verificationCounts.count == 2)
         #expect(console.json["source_marked_moved"] as? Bool == (backend == .postgresql))
         #expect(console.json["integrations"] as? Int == 2)
         #expect(console.json["revoked_integrations"] as? Int == 1)

@@ -165,8 +165,8 @@ struct CopySummary {
     /// One sentence: every kind of row, revoked integrations apart.
     var sentence: String {
         "\(snapshot.integrations.count) integrations (\(revoked) revoked), \(snapshot.devices.count) devices, "
-            + "\(snapshot.tokens.count) tokens, \(snapshot.debugTokens.count) debug tokens, \(snapshot.adminKeys.count) admin keys "
-            + "and \(snapshot.auditEntries.count) audit entries"
+            + "\(snapshot.tokens.count) tokens, \(snapshot.debugTokens.count) debug tokens, \(snapshot.adminKeys.count) admin keys, "
+            + "\(snapshot.auditEntries.count) audit entries and \(snapshot.verificationCounts.count) verification counts (per hour and outcome)"
     }
 
     /// The same counts as JSON fields.
@@ -175,6 +175,7 @@ struct CopySummary {
             ("admin_keys", snapshot.adminKeys.count), ("audit_entries", snapshot.auditEntries.count),
             ("debug_tokens", snapshot.debugTokens.count), ("devices", snapshot.devices.count),
             ("integrations", snapshot.integrations.count), ("revoked_integrations", revoked), ("tokens", snapshot.tokens.count),
+            ("verification_counts", snapshot.verificationCounts.count),
         ]
     }
 }

@@ -179,3 +179,15 @@ package struct VerificationCount: Sendable, Hashable {
         (self.clientID, self.start, self.kind, self.outcome, self.count) = (clientID, start, kind, outcome, count)
     }
 }
+
+extension VerificationCount: StoredRecord {
+    package static let columns = ["client_id", "hour", "kind", "outcome", "count"]
+
+    package var storedValues: [SQLValue] { [.text(clientID), .integer(start), .text(kind.rawValue), .text(outcome), .integer(count)] }
+
+    package init(row: inout SQLRowReader) throws(StorageError) {
+        self.init(
+            clientID: try row.text(), start: try row.int64(), kind: try row.enumeration(Kind.self), outcome: try row.text(),
+            count: try row.int64())
+    }
+}

@@ -271,14 +271,16 @@ package struct StoreSnapshot: Sendable, Equatable {
     package var auditEntries: [AuditEntry]
     package var adminKeys: [AdminKeyRecord]
     package var debugTokens: [DebugTokenRecord]
+    /// The hourly verification counts (the console's charts).
+    package var verificationCounts: [VerificationCount]
 
     /// A snapshot of these records.
     package init(
         integrations: [IntegrationRecord], devices: [DeviceRecord], tokens: [TokenRecord], auditEntries: [AuditEntry] = [],
-        adminKeys: [AdminKeyRecord] = [], debugTokens: [DebugTokenRecord] = []
+        adminKeys: [AdminKeyRecord] = [], debugTokens: [DebugTokenRecord] = [], verificationCounts: [VerificationCount] = []
     ) {
         (self.integrations, self.devices, self.tokens, self.auditEntries) = (integrations, devices, tokens, auditEntries)
-        (self.adminKeys, self.debugTokens) = (adminKeys, debugTokens)
+        (self.adminKeys, self.debugTokens, self.verificationCounts) = (adminKeys, debugTokens, verificationCounts)
     }
 }
 

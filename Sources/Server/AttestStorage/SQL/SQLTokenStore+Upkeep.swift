@@ -99,7 +99,8 @@ extension SQLTokenStore {
                 tokens: try session.records(TokenRecord.self, UpkeepSQL.liveTokens, [.integer(time)]),
                 auditEntries: try session.records(AuditEntry.self, UpkeepSQL.allAudit, []),
                 adminKeys: try session.records(AdminKeyRecord.self, AdminKeySQL.allKeys, []),
-                debugTokens: try session.records(DebugTokenRecord.self, DebugTokenSQL.all, []))
+                debugTokens: try session.records(DebugTokenRecord.self, DebugTokenSQL.all, []),
+                verificationCounts: try session.records(VerificationCount.self, VerificationCountSQL.all, []))
         }
     }
 
@@ -118,6 +119,7 @@ extension SQLTokenStore {
             try Self.insertBatches(snapshot.auditEntries, into: "audit_log", in: session)
             try Self.insertBatches(snapshot.adminKeys, into: "admin_keys", in: session)
             try Self.insertBatches(snapshot.debugTokens, into: "debug_tokens", in: session)
+            try Self.insertBatches(snapshot.verificationCounts, into: "verification_counts", in: session)
         }
     }
 

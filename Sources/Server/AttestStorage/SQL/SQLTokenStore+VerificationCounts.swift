@@ -41,6 +41,9 @@ enum VerificationCountSQL {
         SELECT (hour / ?1) * ?1 AS bucket, kind, outcome, CAST(sum(count) AS BIGINT) FROM verification_counts
         WHERE client_id = ?2 AND hour >= ?3 GROUP BY bucket, kind, outcome ORDER BY bucket, kind, outcome
         """)
+    /// Every row, for `store copy`.
+    static let all = SQLStatement(
+        "SELECT \(SQLText.list(VerificationCount.columns)) FROM verification_counts ORDER BY client_id, hour, kind, outcome")
     /// Rows past the retention (`VerificationCount.retention`).
     static let purge = SQLStatement("DELETE FROM verification_counts WHERE hour < ?")
 }
