@@ -50,8 +50,8 @@ def request(port, method, path, headers=None, body=None):
 class Fleet:
     """Two nodes, each on the old or the new build, and what the check made on the way."""
 
-    def __init__(self, args, work, tally):
-        self.args, self.work, self.tally = args, work, tally
+    def __init__(self, args, work):
+        self.args, self.work = args, work
         self.nodes = {}
         self.generation = 0
         self.anchor = os.path.join(work, "anchor.pem")
@@ -148,7 +148,7 @@ class Traffic(threading.Thread):
 
 
 def check(tally, work, args):
-    fleet = Fleet(args, work, tally)
+    fleet = Fleet(args, work)
     traffic = None
     try:
         for name in ("a", "b"):

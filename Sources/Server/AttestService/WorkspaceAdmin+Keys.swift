@@ -248,14 +248,20 @@ extension WorkspaceAdmin {
         guard
             let record = try stored({ () throws(StorageError) in try store.activeAdminKey(hash: Digest.sha256(Array(key.utf8)), at: now) })
         else { throw ServiceError.adminUnauthenticated }
-        try noteUse(record, at: now)
+        noteUse(record, at: now)
         return AdminPrincipal(record)
     }
 
     /// Records a key's use unless the one recorded is less than a minute old (no write then).
-    private func noteUse(_ key: AdminKeyRecord, at time: Int64) throws(ServiceError) {
+    /// Bookkeeping only: a write that fails (a busy writer) never refuses the request it records.
+    private func noteUse(_ key: AdminKeyRecord, at time: Int64) {
         if let last = key.lastUsedAt, time - last < 60 { return }
-        try stored { () throws(StorageError) in try store.noteAdminKeyUse(id: key.id, at: time) }
+        do {
+            try store.noteAdminKeyUse(id: key.id, at: time)
+        } catch {
+            logger?.log(
+                .warning, "an admin key's last use not recorded", ["admin_key.id": .string(key.id), "error": .string(error.reason)])
+        }
     }
 
     /// Exchanges a key for a console session (audited as the key's sign-in). Limited per client
@@ -298,7 +304,7 @@ extension WorkspaceAdmin {
         if renewed - live.session.expiresAt >= 60 {
             try stored { () throws(StorageError) in try store.extendAdminSession(hash: hash, to: renewed) }
         }
-        try noteUse(live.key, at: now)
+        noteUse(live.key, at: now)
         return AdminPrincipal(live.key)
     }
 
